@@ -1,0 +1,108 @@
+"""Parse and verify MLIR (text or bytecode) with IREE's bundled MLIR Python bindings.
+
+Runs inside a compile worker (the parser is native code). Diagnostics are returned in the error,
+never printed. A graph may not carry HAL/target declarations of its own: targets are Kiln's choice
+(``hal.*`` ops and module attributes are refused with ``invalid_graph``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from kiln.errors import Diagnostic, InvalidGraph
+
+if TYPE_CHECKING:
+    from iree.compiler import ir
+
+_LOC_RE = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)\)$')
+SOURCE_NAME = "input.mlir"
+
+
+def to_diagnostic(location: str, message: str, severity: str = "error") -> Diagnostic:
+    m = _LOC_RE.match(location)
+    if m:
+        return Diagnostic(
+            message=message,
+            severity=severity,
+            file=m.group("file"),
+            line=int(m.group("line")),
+            col=int(m.group("col")),
+        )
+    return Diagnostic(message=f"{message} (at {location})" if location else message, severity=severity)
+
+
+def parse_module(data: bytes | str, *, context: ir.Context) -> ir.Module:
+    """Parse and verify; raise ``InvalidGraph`` with the parser's diagnostics."""
+    from iree.compiler import ir
+
+    try:
+        module = ir.Module.parse(data, context=context)
+    except ir.MLIRError as exc:
+        diags = [to_diagnostic(str(d.location), d.message) for d in exc.error_diagnostics]
+        first = diags[0].message if diags else str(exc)
+        raise InvalidGraph(f"the MLIR does not parse: {first}", diagnostics=diags) from None
+    except ValueError as exc:  # bytecode the reader rejects, embedded NULs, ...
+        raise InvalidGraph(f"the MLIR does not parse: {exc}") from None
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        diags = [to_diagnostic(str(d.location), d.message) for d in exc.error_diagnostics]
+        first = diags[0].message if diags else str(exc)
+        raise InvalidGraph(f"the MLIR does not verify: {first}", diagnostics=diags) from None
+    _refuse_target_declarations(module)
+    return module
+
+
+def _refuse_target_declarations(module: ir.Module) -> None:
+    for attr in module.operation.attributes:
+        if attr.name.startswith("hal."):
+            raise InvalidGraph(
+                f"the module declares {attr.name!r}; targets are chosen with 'targets', "
+                "not inside the graph"
+            )
+    found: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        from iree.compiler import ir
+
+        if op.name.startswith(("hal.", "flow.", "stream.")):
+            found.append(op.name)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        raise InvalidGraph(
+            f"the graph contains {found[0]!r}: IREE-internal (hal/flow/stream) ops are not "
+            "accepted as input"
+        )
+
+
+def op_names(module: ir.Module) -> list[str]:
+    from iree.compiler import ir
+
+    names: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        names.append(op.name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return names
+
+
+def public_functions(module: ir.Module) -> tuple[str, ...]:
+    from iree.compiler import ir
+
+    out = []
+    for op in module.body.operations:
+        if op.operation.name in ("func.func", "util.func"):
+            attrs = op.operation.attributes
+            vis = attrs["sym_visibility"] if "sym_visibility" in attrs else None
+            if vis is not None and ir.StringAttr(vis).value != "public":
+                continue
+            if op.operation.name == "func.func" and len(op.regions[0].blocks) == 0:
+                continue  # a declaration (e.g. an external parameter loader)
+            out.append(ir.StringAttr(attrs["sym_name"]).value)
+    return tuple(out)

@@ -1,0 +1,260 @@
+"""Tasks that run inside compile worker processes (see ``kiln.workers``); never in the caller.
+
+Each task takes and returns plain, picklable values. Native code (the MLIR parser, the ONNX
+importer, the compiler) may crash the process: the pool turns that into a ``CompileError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+from kiln.errors import CompileError, CompileFailure, CompileTimeout, Diagnostic, InvalidGraph
+
+# The compiler embeds the input buffer's name; a constant keeps the output bytes identical run to
+# run (and equal between the in-process and the CLI engine).
+SOURCE_NAME = "input.mlir"
+_DIAG_RE = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$"
+)
+
+_ctx = None
+STDERR_PATH: str | None = None  # set by the worker process at start (kiln.workers)
+
+
+def _context() -> Any:
+    """One MLIR context per worker process, with IREE's dialects (torch, stablehlo, tosa, ...)."""
+    global _ctx
+    if _ctx is None:
+        from iree.compiler import ir
+
+        _ctx = ir.Context()
+    return _ctx
+
+
+def prepare(
+    *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None
+) -> dict[str, Any]:
+    """Detect, import, verify and canonicalize a graph. Returns ``PreparedGraph`` fields."""
+    from kiln.dialects import mlir as mlir_dialect
+    from kiln.dialects import onnx as onnx_dialect
+    from kiln.dialects.detect import detect_format, dialect_of
+    from kiln.dialects.types import GraphFormat, InputDialect
+    from kiln.lowering.canonical import canonicalize, digest_text
+
+    fmt = detect_format(data, declared=declared_format)
+    ctx = _context()
+    if fmt is GraphFormat.ONNX:
+        model = onnx_dialect.load_model(data, external_data_dir=external_data_dir)
+        module = onnx_dialect.import_model(model, context=ctx)
+        try:
+            module.operation.verify()
+        except Exception as exc:  # noqa: BLE001 - MLIRError; keep the importer's words
+            raise InvalidGraph(f"the imported ONNX model does not verify: {exc}") from None
+        dialect = InputDialect.ONNX
+    else:
+        if fmt is GraphFormat.MLIR:
+            try:
+                text: bytes | str = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidGraph(f"MLIR text is not valid UTF-8: {exc}") from None
+            if "\x00" in text:
+                raise InvalidGraph("MLIR text contains a NUL byte")
+        else:
+            text = data
+        module = mlir_dialect.parse_module(text, context=ctx)
+        dialect = dialect_of(mlir_dialect.op_names(module))
+    functions = mlir_dialect.public_functions(module)
+    canonical = canonicalize(module)
+    del module
+    return {
+        "mlir": canonical,
+        "digest": digest_text(canonical),
+        "input_format": fmt.value,
+        "input_dialect": dialect.value,
+        "functions": functions,
+    }
+
+
+def _with_module_attr(mlir: str, module_attr: str) -> str:
+    from iree.compiler import ir
+
+    ctx = _context()
+    module = ir.Module.parse(mlir, context=ctx)
+    module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(module_attr, context=ctx)
+    return module.operation.get_asm(enable_debug_info=False, large_elements_limit=None)
+
+
+def parse_diagnostics(stderr: str) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for line in stderr.splitlines():
+        m = _DIAG_RE.match(line.strip())
+        if m:
+            out.append(
+                Diagnostic(
+                    message=m.group("msg"),
+                    severity=m.group("sev"),
+                    file=m.group("file"),
+                    line=int(m.group("line")),
+                    col=int(m.group("col")),
+                )
+            )
+        elif line.startswith(("LLVM ERROR:", "error:")):
+            out.append(Diagnostic(message=line.split(":", 1)[1].strip()))
+    return out
+
+
+def _failure_message(stderr: str, diags: list[Diagnostic]) -> str:
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        return f"compilation failed: {errors[0].message}"
+    if "out of memory" in stderr or "bad_alloc" in stderr:
+        return "the compiler ran out of memory (worker memory cap)"
+    tail = stderr.strip().splitlines()[-1:] if stderr.strip() else []
+    return "compilation failed" + (f": {tail[0][:300]}" if tail else "")
+
+
+def compile_module(
+    *,
+    mlir: str,
+    flags: list[str],
+    module_attr: str | None = None,
+    engine: str = "session",
+    timeout: float = 300.0,
+) -> dict[str, Any]:
+    """Compile canonical MLIR text to a .vmfb. Returns ``{"data", "seconds", "warnings"}``.
+
+    ``engine="session"`` runs the compiler library in this (worker) process, warm;
+    ``engine="cli"`` runs the native ``iree-compile`` binary as a child of this worker.
+    """
+    if module_attr:
+        mlir = _with_module_attr(mlir, module_attr)
+    source = mlir.encode("utf-8")
+    t0 = time.perf_counter()
+    if engine == "session":
+        data, stderr = _compile_session(source, flags)
+    else:
+        data, stderr = _compile_cli(source, flags, timeout=timeout)
+    seconds = time.perf_counter() - t0
+    warnings = [str(d) for d in parse_diagnostics(stderr) if d.severity == "warning"]
+    return {"data": data, "seconds": seconds, "warnings": warnings}
+
+
+def cli_command(flags: list[str]) -> list[str]:
+    from kiln.targets.toolchain import iree_compile_path
+
+    return [str(iree_compile_path()), *flags, SOURCE_NAME, "-o", "out.vmfb"]
+
+
+def _compile_session(source: bytes, flags: list[str]) -> tuple[bytes, str]:
+    from iree.compiler.api import Output, Session, Source
+
+    with _CapturedStderr() as cap:
+        session = Session()
+        try:
+            session.set_flags(*flags)
+        except ValueError:
+            # A flag only the global command line knows: run the binary instead.
+            return _compile_cli(source, flags, timeout=None)
+        inv = session.invocation()
+        inv.enable_console_diagnostics()
+        src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
+        ok = inv.parse_source(src) and inv.execute()
+        data = b""
+        if ok:
+            out = Output.open_membuffer()
+            inv.output_vm_bytecode(out)
+            data = bytes(out.map_memory())
+            out.close()
+        inv.close()
+        src.close()
+        session.close()
+    stderr = cap.text
+    if not ok:
+        diags = parse_diagnostics(stderr)
+        raise CompileError(
+            _failure_message(stderr, diags),
+            failure=CompileFailure(
+                command=cli_command(flags), exit_code=1, stderr=stderr, diagnostics=diags
+            ),
+        )
+    return data, stderr
+
+
+class _CapturedStderr:
+    """Send fd 2 (where the compiler's C++ diagnostics go) to a temp file for the duration."""
+
+    def __enter__(self) -> _CapturedStderr:
+        # The pool knows this path: if the compiler kills the process, it reads what was written.
+        self._file = open(STDERR_PATH, "w+b") if STDERR_PATH else tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read().decode("utf-8", "replace")
+        self._file.close()
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the compiler dies with its worker
+
+
+def _compile_cli(source: bytes, flags: list[str], *, timeout: float | None) -> tuple[bytes, str]:
+    from kiln.targets.toolchain import iree_compile_path
+
+    with tempfile.TemporaryDirectory(prefix="kiln-compile-") as tmp:
+        src = os.path.join(tmp, SOURCE_NAME)
+        out = os.path.join(tmp, "out.vmfb")
+        with open(src, "wb") as f:
+            f.write(source)
+        cmd = [str(iree_compile_path()), *flags, SOURCE_NAME, "-o", "out.vmfb"]
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=tmp,
+                capture_output=True,
+                timeout=timeout,
+                preexec_fn=_die_with_parent,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise CompileTimeout(
+                f"iree-compile ran past its {timeout:g} s timeout and was killed",
+                failure=CompileFailure(command=cmd, signal="SIGKILL"),
+            ) from None
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if proc.returncode != 0:
+            sig = None
+            if proc.returncode < 0:
+                try:
+                    sig = signal.Signals(-proc.returncode).name
+                except ValueError:
+                    sig = f"signal {-proc.returncode}"
+            diags = parse_diagnostics(stderr)
+            msg = _failure_message(stderr, diags)
+            if sig:
+                msg = f"iree-compile was killed by {sig}: " + msg
+            raise CompileError(
+                msg,
+                failure=CompileFailure(
+                    command=cmd,
+                    exit_code=proc.returncode,
+                    signal=sig,
+                    stderr=stderr,
+                    diagnostics=diags,
+                ),
+            )
+        with open(out, "rb") as f:
+            return f.read(), stderr

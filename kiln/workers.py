@@ -1,0 +1,341 @@
+"""The compile worker pool: every compiler and importer run happens in a child process.
+
+IREE's compiler crashes its process on some inputs (an unregistered op, an unknown GPU name, LLVM
+``exit`` on a bad CPU, deep recursion in AMDGPU passes), and its in-process global state is not
+thread-safe. So neither the daemon nor ``kiln compile`` ever runs it in their own process: they hand a
+job to a ``WorkerPool``, whose workers are long-lived child processes (warm: the compiler library is
+loaded once per worker, not once per job).
+
+Failure semantics, per job:
+- the task raises a ``KilnError`` in the worker → the same error is raised to the caller;
+- the worker dies (segfault, abort, LLVM ``exit``, the kernel's OOM killer, ``RLIMIT_AS``) →
+  ``CompileError`` naming the signal or exit code; the pool starts a fresh worker;
+- the job runs past its timeout → the worker is killed, ``CompileTimeout``; a fresh worker replaces it.
+
+Each worker runs under ``RLIMIT_AS = memory_limit`` (address space, bytes) and no core dumps.
+
+Lock order: ``WorkerPool._lock`` is only held to start/stop slots; a slot's process is owned by the
+one slot thread that runs it, so there is no lock around a running job.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import multiprocessing.connection
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
+
+__all__ = ["WorkerPool", "default_pool_size"]
+
+_STOP = object()
+
+
+def default_pool_size() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class _Job:
+    task: str
+    payload: dict[str, Any]
+    timeout: float
+    future: concurrent.futures.Future[Any]
+    command_hint: list[str]
+
+
+def _worker_main(
+    conn: multiprocessing.connection.Connection, memory_limit: int | None, stderr_path: str
+) -> None:
+    """Entry point of a worker process: receive (task, payload), answer ("ok"|"err", value)."""
+    import resource
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    from kiln import worker_tasks
+
+    worker_tasks.STDERR_PATH = stderr_path
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        task, payload = msg
+        try:
+            result = getattr(worker_tasks, task)(**payload)
+            conn.send(("ok", result))
+        except KilnError as exc:
+            conn.send(("err", exc))
+        except MemoryError:
+            conn.send(("err", CompileError("the compiler ran out of memory (worker memory cap)")))
+        except BaseException as exc:  # noqa: BLE001 - report anything, keep the worker alive
+            conn.send(("err", KilnError(f"worker task {task} failed: {type(exc).__name__}: {exc}")))
+
+
+class _Slot:
+    """One worker process and the thread that feeds it jobs."""
+
+    def __init__(self, pool: WorkerPool, index: int) -> None:
+        self.pool = pool
+        self.index = index
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: multiprocessing.connection.Connection | None = None
+        self.thread = threading.Thread(target=self._loop, name=f"kiln-worker-{index}", daemon=True)
+        self.busy = False
+        self.stderr_path = os.path.join(pool._tmpdir.name, f"worker-{index}.stderr")
+
+    def start(self) -> None:
+        self._spawn()
+        self.thread.start()
+
+    def _spawn(self) -> None:
+        # A fresh interpreter (``python -m kiln.workers FD ...``) rather than multiprocessing's
+        # spawn: it never re-imports the caller's __main__, and it starts no resource tracker.
+        parent, child = multiprocessing.Pipe(duplex=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "kiln.workers",
+            str(child.fileno()),
+            str(self.pool.memory_limit or 0),
+            self.stderr_path,
+        ]
+        proc = subprocess.Popen(cmd, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
+        child.close()
+        self.proc, self.conn = proc, parent
+        self.pool.workers_started += 1
+
+    def _kill(self) -> None:
+        proc, conn = self.proc, self.conn
+        self.proc = self.conn = None
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable process
+                pass
+
+    def _loop(self) -> None:
+        while True:
+            job = self.pool._queue.get()
+            if job is _STOP:
+                self._kill()
+                return
+            assert isinstance(job, _Job)
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            self.busy = True
+            try:
+                job.future.set_result(self._run(job))
+            except BaseException as exc:  # noqa: BLE001 - every outcome goes to the caller
+                job.future.set_exception(exc)
+            finally:
+                self.busy = False
+
+    def _run(self, job: _Job) -> Any:
+        if self.proc is None or self.proc.poll() is not None:
+            self._kill()
+            self._spawn()
+        assert self.conn is not None and self.proc is not None
+        try:
+            self.conn.send((job.task, job.payload))
+        except (BrokenPipeError, OSError):
+            self._kill()
+            self._spawn()
+            self.conn.send((job.task, job.payload))
+        deadline = time.monotonic() + job.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._kill()
+                self._spawn()
+                raise CompileTimeout(
+                    f"{job.task} ran past its {job.timeout:g} s timeout and was killed",
+                    failure=CompileFailure(command=job.command_hint, signal="SIGKILL"),
+                )
+            try:
+                ready = self.conn.poll(min(left, 0.5))
+            except (EOFError, OSError):
+                ready = True
+            if ready:
+                try:
+                    status, value = self.conn.recv()
+                except (EOFError, OSError):
+                    raise self._died(job) from None
+                if status == "ok":
+                    return value
+                raise value
+            if self.proc.poll() is not None and not self.conn.poll(0):
+                raise self._died(job)
+
+    def _died(self, job: _Job) -> CompileError:
+        proc = self.proc
+        assert proc is not None
+        try:
+            code: int | None = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        try:
+            with open(self.stderr_path, "rb") as f:
+                stderr = f.read()[-65536:].decode("utf-8", "replace")
+        except OSError:
+            stderr = ""
+        self._kill()
+        self._spawn()
+        sig = None
+        if code is not None and code < 0:
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = f"signal {-code}"
+        what = f"killed by {sig}" if sig else f"exited with status {code}"
+        from kiln.worker_tasks import parse_diagnostics
+
+        diags = parse_diagnostics(stderr)
+        if "out of memory" in stderr or "bad_alloc" in stderr:
+            hint = f" (out of memory: the worker cap is {self.pool.memory_limit} bytes)"
+        elif sig == "SIGKILL":
+            hint = " (possibly the out-of-memory killer)"
+        else:
+            hint = " (a compiler crash: this input or target hits a compiler bug)"
+        first = next((d.message for d in diags if d.severity == "error"), None)
+        return CompileError(
+            f"the compiler process {what}{hint} while running {job.task}"
+            + (f": {first}" if first else ""),
+            failure=CompileFailure(
+                command=job.command_hint, exit_code=code, signal=sig, stderr=stderr,
+                diagnostics=diags,
+            ),
+        )
+
+
+class WorkerPool:
+    """A fixed pool of warm worker processes with a bounded queue.
+
+    ``submit`` returns a ``concurrent.futures.Future``; ``run`` waits for it. ``max_queue`` bounds the
+    jobs waiting for a worker (not counting running ones): past it, ``Overloaded`` is raised at once.
+    """
+
+    def __init__(
+        self,
+        size: int | None = None,
+        *,
+        memory_limit: int | None = 8 << 30,
+        max_queue: int = 1024,
+    ) -> None:
+        self.size = size or default_pool_size()
+        self.memory_limit = memory_limit
+        self.max_queue = max_queue
+        self.workers_started = 0
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._lock = threading.Lock()
+        self._slots: list[_Slot] = []
+        self._closed = False
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="kiln-workers-")
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise KilnError("the worker pool is closed")
+            if not self._slots:
+                for i in range(self.size):
+                    slot = _Slot(self, i)
+                    slot.start()
+                    self._slots.append(slot)
+
+    def start(self) -> WorkerPool:
+        self._ensure_started()
+        return self
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def in_flight(self) -> int:
+        return sum(1 for s in self._slots if s.busy)
+
+    def submit(
+        self,
+        task: str,
+        payload: dict[str, Any],
+        *,
+        timeout: float,
+        command_hint: list[str] | None = None,
+    ) -> concurrent.futures.Future[Any]:
+        self._ensure_started()
+        if self._queue.qsize() >= self.max_queue:
+            raise Overloaded(
+                f"the compile queue is full ({self.max_queue} jobs waiting)", retry_after=2.0
+            )
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put(_Job(task, payload, timeout, fut, list(command_hint or [])))
+        return fut
+
+    def run(
+        self,
+        task: str,
+        payload: dict[str, Any],
+        *,
+        timeout: float,
+        command_hint: list[str] | None = None,
+    ) -> Any:
+        return self.submit(task, payload, timeout=timeout, command_hint=command_hint).result()
+
+    def close(self, *, cancel_pending: bool = True, wait: float = 10.0) -> None:
+        """Stop the workers. Pending jobs are cancelled; running jobs get ``wait`` seconds."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            slots = list(self._slots)
+        if cancel_pending:
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(job, _Job):
+                    job.future.cancel()
+        for _ in slots:
+            self._queue.put(_STOP)
+        deadline = time.monotonic() + wait
+        for s in slots:
+            s.thread.join(max(0.0, deadline - time.monotonic()))
+            if s.thread.is_alive():
+                s._kill()
+        self._tmpdir.cleanup()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    _worker_main(
+        multiprocessing.connection.Connection(int(sys.argv[1])),
+        int(sys.argv[2]) or None,
+        sys.argv[3],
+    )

@@ -1,0 +1,70 @@
+"""Structured, allow-listed compile options and the flags each one maps to.
+
+A client never sends compiler flags: it sends options, each a key from ``OPTIONS`` with a value from
+that key's allow-list. Unknown keys and values outside the allow-list raise ``InvalidRequest``.
+The normalized options (defaults dropped, keys sorted) are part of the cache key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kiln.errors import InvalidRequest
+
+__all__ = ["CompileOptions", "normalize_options", "OPTIONS"]
+
+# key -> {allowed value -> flags}
+OPTIONS: dict[str, dict[Any, tuple[str, ...]]] = {
+    "opt_level": {
+        "O0": ("--iree-opt-level=O0",),
+        "O1": ("--iree-opt-level=O1",),
+        "O2": ("--iree-opt-level=O2",),
+        "O3": ("--iree-opt-level=O3",),
+    },
+}
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Normalized options: a sorted tuple of (key, value) pairs."""
+
+    items: tuple[tuple[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.items)
+
+    def flags(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for k, v in self.items:
+            out.extend(OPTIONS[k][v])
+        return tuple(out)
+
+
+def normalize_options(options: Mapping[str, Any] | None) -> CompileOptions:
+    if options is None:
+        return CompileOptions()
+    if not isinstance(options, Mapping):
+        raise InvalidRequest("options must be an object", detail={"allowed": _allowed()})
+    items = []
+    for key, value in options.items():
+        if key not in OPTIONS:
+            raise InvalidRequest(
+                f"unknown compile option {str(key)[:64]!r}",
+                detail={"allowed": _allowed()},
+            )
+        if value is None:
+            continue
+        allowed = OPTIONS[key]
+        if not isinstance(value, (str, int, bool)) or value not in allowed:
+            raise InvalidRequest(
+                f"invalid value for option {key!r}: {str(value)[:64]!r}",
+                detail={"allowed": _allowed()},
+            )
+        items.append((key, value))
+    return CompileOptions(tuple(sorted(items)))
+
+
+def _allowed() -> dict[str, list[Any]]:
+    return {k: list(v) for k, v in OPTIONS.items()}

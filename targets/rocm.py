@@ -1,0 +1,55 @@
+"""ROCm targets: ``rocm:gfxNNNN`` (and aliases such as ``mi300x``) for the HIP/AMDGPU backend."""
+
+from __future__ import annotations
+
+from kiln.targets.registry import register_target, unsupported
+from kiln.targets.types import KindInfo, TargetSpec
+
+ARCHS = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
+ALIASES = {
+    "mi100": "gfx908",
+    "mi210": "gfx90a",
+    "mi250": "gfx90a",
+    "mi250x": "gfx90a",
+    "mi300a": "gfx942",
+    "mi300x": "gfx942",
+    "mi325x": "gfx942",
+    "mi350x": "gfx950",
+    "mi355x": "gfx950",
+    "rx6900xt": "gfx1030",
+    "w6800": "gfx1030",
+    "rx7900xtx": "gfx1100",
+    "w7900": "gfx1100",
+    "rx7800xt": "gfx1101",
+    "rx9060xt": "gfx1200",
+    "rx9070xt": "gfx1201",
+}
+
+
+@register_target("rocm")
+class Rocm:
+    kind = "rocm"
+
+    def info(self) -> KindInfo:
+        return KindInfo(
+            kind="rocm",
+            default="rocm:gfx942",
+            archs=ARCHS,
+            aliases=dict(ALIASES),
+        )
+
+    def resolve(self, parts: list[str]) -> TargetSpec:
+        if len(parts) > 1:
+            raise unsupported("rocm", "target", ":".join(parts), list(ARCHS))
+        arch = parts[0].lower() if parts and parts[0] else "gfx942"
+        arch = ALIASES.get(arch, arch)
+        if arch not in ARCHS:
+            raise unsupported("rocm", "arch", arch, list(ARCHS) + sorted(ALIASES))
+        return TargetSpec(
+            target=f"rocm:{arch}",
+            kind="rocm",
+            arch=arch,
+            flags=("--iree-hal-target-device=hip", f"--iree-rocm-target={arch}"),
+            driver="hip",
+            executable_format="rocm-hsaco-fb",
+        )

@@ -1,0 +1,42 @@
+"""Vulkan targets: ``vulkan`` (portable default profile) or ``vulkan:ARCH`` (a vendor profile)."""
+
+from __future__ import annotations
+
+from kiln.targets.registry import register_target, unsupported
+from kiln.targets.types import KindInfo, TargetSpec
+
+ARCHS = ("generic", "rdna3", "rdna2", "ampere", "turing", "valhall4", "adreno", "llvmpipe")
+ALIASES = {"default": "generic", "lavapipe": "llvmpipe", "mali": "valhall4"}
+
+
+@register_target("vulkan")
+class Vulkan:
+    kind = "vulkan"
+
+    def info(self) -> KindInfo:
+        return KindInfo(
+            kind="vulkan",
+            default="vulkan:generic",
+            archs=ARCHS,
+            aliases=dict(ALIASES),
+            notes="vulkan alone = the portable default SPIR-V profile",
+        )
+
+    def resolve(self, parts: list[str]) -> TargetSpec:
+        if len(parts) > 1:
+            raise unsupported("vulkan", "target", ":".join(parts), list(ARCHS))
+        arch = parts[0].lower() if parts and parts[0] else "generic"
+        arch = ALIASES.get(arch, arch)
+        if arch not in ARCHS:
+            raise unsupported("vulkan", "arch", arch, list(ARCHS) + sorted(ALIASES))
+        flags = ["--iree-hal-target-device=vulkan"]
+        if arch != "generic":
+            flags.append(f"--iree-vulkan-target={arch}")
+        return TargetSpec(
+            target=f"vulkan:{arch}",
+            kind="vulkan",
+            arch=arch,
+            flags=tuple(flags),
+            driver="vulkan",
+            executable_format="vulkan-spirv-fb",
+        )
