@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for Kiln, and nothing more:
+#   1. Debian packages the runtime tests use (Vulkan loader + Mesa lavapipe, redis-server),
+#      installed with apt-get only when missing;
+#   2. a virtual environment (.venv, or $KILN_VENV) with Kiln and its dependencies.
+# Used by the README, scripts/test.sh and the Dockerfile (KILN_BOOTSTRAP_APT=0 skips step 1 when
+# the image installs the packages itself). Idempotent: a second run changes nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${KILN_VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+EXTRAS="${KILN_EXTRAS:-test}"
+
+if [ "${KILN_BOOTSTRAP_APT:-1}" = "1" ]; then
+  missing=()
+  for pkg in mesa-vulkan-drivers libvulkan1 redis-server; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" = "0" ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -q >/dev/null || true
+    $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "bootstrap: Kiln needs Python >= 3.11 ($PYTHON is $("$PYTHON" -V 2>&1))" >&2
+  exit 1
+fi
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+stamp="$VENV/.kiln-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[${EXTRAS}]"
+  touch "$stamp"
+fi
+echo "bootstrap: ready ($VENV/bin/kiln)" >&2
