@@ -55,10 +55,12 @@ def parse_module(data: bytes | str, *, context: ir.Context) -> ir.Module:
 
 
 def _refuse_target_declarations(module: ir.Module) -> None:
-    for attr in module.operation.attributes:
-        if attr.name.startswith("hal."):
+    attrs = module.operation.attributes
+    for i in range(len(attrs)):
+        name = attrs[i].name
+        if name.startswith("hal."):
             raise InvalidGraph(
-                f"the module declares {attr.name!r}; targets are chosen with 'targets', "
+                f"the module declares {name!r}; targets are chosen with 'targets', "
                 "not inside the graph"
             )
     found: list[str] = []

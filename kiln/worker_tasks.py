@@ -114,7 +114,7 @@ def _failure_message(stderr: str, diags: list[Diagnostic]) -> str:
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         return f"compilation failed: {errors[0].message}"
-    if "out of memory" in stderr or "bad_alloc" in stderr:
+    if any(m in stderr for m in ("out of memory", "bad_alloc", "pthread_create failed")):
         return "the compiler ran out of memory (worker memory cap)"
     tail = stderr.strip().splitlines()[-1:] if stderr.strip() else []
     return "compilation failed" + (f": {tail[0][:300]}" if tail else "")

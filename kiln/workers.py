@@ -212,7 +212,7 @@ class _Slot:
         from kiln.worker_tasks import parse_diagnostics
 
         diags = parse_diagnostics(stderr)
-        if "out of memory" in stderr or "bad_alloc" in stderr:
+        if any(m in stderr for m in ("out of memory", "bad_alloc", "pthread_create failed")):
             hint = f" (out of memory: the worker cap is {self.pool.memory_limit} bytes)"
         elif sig == "SIGKILL":
             hint = " (possibly the out-of-memory killer)"

@@ -12,7 +12,10 @@ from kiln.targets.registry import register_target, unsupported
 from kiln.targets.types import KindInfo, TargetSpec
 
 # Archs the 3.13 flag table accepts (verified by tests/test_targets_matrix.py).
-FLAG_ARCHS = ("sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89")
+FLAG_ARCHS = (
+    "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89",
+    "sm_120", "sm_121",
+)
 # Archs declared through the module attribute: arch -> PTX ISA feature.
 ATTR_ARCHS = {
     "sm_90": "+ptx80",
@@ -42,6 +45,9 @@ ALIASES = {
     "b200": "sm_100",
     "gb200": "sm_100",
     "b300": "sm_103",
+    "rtx5090": "sm_120",
+    "rtx5080": "sm_120",
+    "dgx-spark": "sm_121",
 }
 
 _WGP = (

@@ -5,8 +5,23 @@ from __future__ import annotations
 from kiln.targets.registry import register_target, unsupported
 from kiln.targets.types import KindInfo, TargetSpec
 
-ARCHS = ("generic", "rdna3", "rdna2", "ampere", "turing", "valhall4", "adreno", "llvmpipe")
-ALIASES = {"default": "generic", "lavapipe": "llvmpipe", "mali": "valhall4"}
+# "generic" is Kiln's name for IREE's default profile (vp_android_baseline_2022, SPIR-V 1.3): it is
+# never passed to the compiler (which segfaults on names it does not know).
+ARCHS = (
+    "generic",
+    "rdna1", "rdna2", "rdna3", "rdna4", "cdna3",
+    "pascal", "volta", "turing", "ampere", "ada",
+    "valhall1", "valhall4", "adreno", "llvmpipe",
+)
+ALIASES = {
+    "default": "generic",
+    "lavapipe": "llvmpipe",
+    "valhall": "valhall1",
+    "mali": "valhall4",
+    "rx7900xtx": "rdna3",
+    "a100": "ampere",
+    "rtx4090": "ada",
+}
 
 
 @register_target("vulkan")

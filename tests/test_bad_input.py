@@ -1,0 +1,125 @@
+"""Known compiler crashers and bad graphs answer clean errors; the caller keeps running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kiln.errors import CompileError, InvalidGraph, UnsupportedTarget
+from kiln.pipeline import Pipeline
+from tests.graphs import onnx_mlp
+
+NOTES = Path(__file__).resolve().parents[2] / "shared" / "iree-notes"
+ADD = b"func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }"
+
+
+def test_unregistered_op_is_invalid_graph_with_diagnostics(pipeline: Pipeline) -> None:
+    src = b'func.func @main() {\n  "foo.bar"() : () -> ()\n  return\n}\n'
+    with pytest.raises(InvalidGraph) as info:
+        pipeline.compile(src, targets=["cpu"])
+    diags = info.value.detail["diagnostics"]
+    assert (diags[0]["line"], diags[0]["col"]) == (2, 12)
+    assert "unregistered dialect" in diags[0]["message"]
+
+
+def test_syntax_error_reports_line_and_column(pipeline: Pipeline) -> None:
+    with pytest.raises(InvalidGraph) as info:
+        pipeline.compile(b"func.func @main(%a: tensor<4xf32>) {\n  return %a :\n}", targets=["cpu"])
+    assert info.value.detail["diagnostics"][0]["line"] in (2, 3)
+
+
+@pytest.mark.parametrize("target", ["cuda:sm_999", "vulkan:geforce9", "cpu:x86_64:pentium9"])
+def test_unknown_gpu_and_cpu_names_never_reach_the_compiler(pipeline: Pipeline, target: str) -> None:
+    started = pipeline.pool.workers_started
+    with pytest.raises(UnsupportedTarget):
+        pipeline.compile(ADD, targets=[target])
+    assert pipeline.pool.workers_started == started
+
+
+@pytest.mark.parametrize(
+    ("flags", "signal_or_exit"),
+    [
+        # What the allow-list prevents, run on purpose through the pool: the worker dies, the
+        # caller gets a clean CompileError naming the signal, and the pool replaces the worker.
+        (["--iree-hal-target-device=cuda", "--iree-cuda-target=h100"], "signal"),
+        (["--iree-hal-target-device=vulkan", "--iree-vulkan-target=bogus"], "signal"),
+        (
+            [
+                "--iree-hal-target-device=local",
+                "--iree-hal-local-target-device-backends=llvm-cpu",
+                "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu",
+                "--iree-llvmcpu-target-cpu=pentium9",
+            ],
+            "exit",
+        ),
+    ],
+)
+@pytest.mark.parametrize("engine", ["session", "cli"])
+def test_a_compiler_crash_is_a_clean_error_and_the_pool_recovers(
+    pipeline: Pipeline, flags: list[str], signal_or_exit: str, engine: str
+) -> None:
+    src = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { %0 = arith.addf %a, %a : tensor<4xf32>  return %0 : tensor<4xf32> }"
+    with pytest.raises(CompileError) as info:
+        pipeline.pool.run(
+            "compile_module",
+            {"mlir": src, "flags": flags, "engine": engine, "timeout": 120},
+            timeout=120,
+        )
+    failure = info.value.failure
+    if signal_or_exit == "signal":
+        assert failure.signal is not None
+    else:
+        assert failure.exit_code not in (0, None)
+    assert info.value.detail["hint"]
+    # The pool still compiles.
+    res = pipeline.compile(ADD, targets=["cpu"])
+    assert res.artifacts and res.artifacts[0].size > 0
+
+
+def test_conv_net_for_mi300_is_a_clean_outcome(pipeline: Pipeline) -> None:
+    src = (NOTES / "conv4_crashes_gfx9.mlir").read_bytes()
+    res = pipeline.compile(src, targets=["rocm:gfx942", "rocm:gfx1100"])
+    ok = {a.target for a in res.artifacts}
+    assert "rocm:gfx1100" in ok
+    for err in res.errors:
+        # If gfx942 cannot be compiled, it says so cleanly; it never takes the caller down.
+        assert err.error.code == "compile_failed"
+        assert err.error.message
+
+
+def test_garbage_and_truncated_onnx_are_invalid_graph(pipeline: Pipeline) -> None:
+    model = onnx_mlp()
+    for data in (model[: len(model) // 2], b"\x08\x07garbage\xff\xff\xff", b"\x00" * 64):
+        with pytest.raises(InvalidGraph):
+            pipeline.compile(data, targets=["cpu"])
+
+
+def test_onnx_external_data_outside_is_refused(pipeline: Pipeline, tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "../../etc/passwd"), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[t],
+    )
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    with pytest.raises(InvalidGraph, match="outside"):
+        pipeline.compile(data, targets=["cpu"], external_data_dir=str(tmp_path))
+    with pytest.raises(InvalidGraph, match="external"):
+        pipeline.compile(data, targets=["cpu"])
+    assert onnx  # imported for the helper
+
+
+def test_graph_cannot_declare_its_own_targets(pipeline: Pipeline) -> None:
+    src = (NOTES / "cuda_sm90_target_attr.mlir").read_bytes()
+    with pytest.raises(InvalidGraph, match="hal.device.targets"):
+        pipeline.compile(src, targets=["cpu"])

@@ -1,0 +1,65 @@
+"""Same input → same bytes; reformatted graph → same digest; real changes → another digest."""
+
+from __future__ import annotations
+
+from kiln.pipeline import Pipeline
+from tests.graphs import LINALG
+
+REFORMATTED = """
+// the same graph: other SSA names, comments, whitespace and locations
+#mb = affine_map<(d0, d1) -> (d1)>
+#mi = affine_map<(d0, d1) -> (d0, d1)>
+module {
+func.func @main(%input: tensor<4x8xf32> loc("model.py":1:1), %weights: tensor<8x3xf32>, %bias: tensor<3xf32>) -> tensor<4x3xf32> {
+  %c0 = arith.constant 0.0 : f32 loc("x.py":10:2)
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  // matmul
+  %prod = linalg.matmul ins(%input, %weights : tensor<4x8xf32>, tensor<8x3xf32>)
+                        outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %out = linalg.generic {indexing_maps = [#mi, #mb, #mi], iterator_types = ["parallel", "parallel"]} ins(%prod, %bias : tensor<4x3xf32>, tensor<3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %sum = arith.addf %p, %q : f32
+    %relu = arith.maximumf %sum, %c0 : f32
+    linalg.yield %relu : f32
+  } -> tensor<4x3xf32>
+  return %out : tensor<4x3xf32> loc(fused["a", "b"])
+}
+}
+"""
+
+
+def test_same_input_twice_gives_identical_bytes(pipeline: Pipeline) -> None:
+    a = pipeline.compile(LINALG.encode(), targets=["cpu", "vulkan"])
+    b = pipeline.compile(LINALG.encode(), targets=["cpu", "vulkan"])
+    assert [x.digest for x in a.artifacts] == [x.digest for x in b.artifacts]
+    assert [x.data for x in a.artifacts] == [x.data for x in b.artifacts]
+
+
+def test_reformatted_graph_has_the_same_digest_and_bytes(pipeline: Pipeline) -> None:
+    a = pipeline.compile(LINALG.encode(), targets=["cpu"])
+    b = pipeline.compile(REFORMATTED.encode(), targets=["cpu"])
+    assert a.graph_digest == b.graph_digest
+    assert a.artifacts[0].digest == b.artifacts[0].digest
+
+
+def test_a_real_change_changes_the_digest(pipeline: Pipeline) -> None:
+    a = pipeline.prepare(LINALG.encode())
+    b = pipeline.prepare(LINALG.replace("arith.maximumf", "arith.minimumf").encode())
+    assert a.digest != b.digest
+
+
+def test_engines_agree_byte_for_byte(pipeline: Pipeline) -> None:
+    from kiln.targets import parse_target
+
+    g = pipeline.prepare(LINALG.encode())
+    spec = parse_target("cpu")
+    outs = [
+        pipeline.pool.run(
+            "compile_module",
+            {"mlir": g.mlir, "flags": list(spec.flags), "engine": engine},
+            timeout=120,
+        )["data"]
+        for engine in ("session", "cli")
+    ]
+    assert outs[0] == outs[1]

@@ -1,0 +1,49 @@
+"""The worker pool: timeouts and memory caps end the job cleanly and the worker is replaced."""
+
+from __future__ import annotations
+
+import pytest
+
+from kiln.errors import CompileError, CompileTimeout
+from kiln.workers import WorkerPool
+
+# A module big enough that compiling it takes well over the tiny timeouts below.
+BIG = "\n".join(
+    ["func.func @main(%a: tensor<64x64xf32>) -> tensor<64x64xf32> {"]
+    + [f"  %v{i} = arith.addf {'%a' if i == 0 else f'%v{i-1}'}, %a : tensor<64x64xf32>" for i in range(400)]
+    + ["  return %v399 : tensor<64x64xf32>", "}"]
+)
+CPU = [
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-triple=x86_64-unknown-linux-gnu",
+    "--iree-llvmcpu-target-cpu=generic",
+]
+
+
+@pytest.fixture
+def pool() -> WorkerPool:
+    with WorkerPool(1, memory_limit=4 << 30) as p:
+        yield p
+
+
+def test_timeout_kills_and_replaces_the_worker(pool: WorkerPool) -> None:
+    with pytest.raises(CompileTimeout) as info:
+        pool.run("compile_module", {"mlir": BIG, "flags": CPU, "engine": "session"}, timeout=0.3)
+    assert info.value.code == "compile_timeout"
+    started = pool.workers_started
+    out = pool.run(
+        "compile_module",
+        {"mlir": "func.func @f() { return }", "flags": CPU, "engine": "session"},
+        timeout=120,
+    )
+    assert out["data"][:8] and pool.workers_started == started
+
+
+def test_memory_cap_is_a_clean_error() -> None:
+    # 500 MiB of address space is too little for this compile: the job fails, nothing hangs.
+    with WorkerPool(1, memory_limit=500 << 20) as small:
+        with pytest.raises(CompileError) as info:
+            small.run("compile_module", {"mlir": BIG, "flags": CPU, "engine": "session"}, timeout=120)
+        assert info.value.code == "compile_failed"
+        assert "out of memory" in info.value.message
