@@ -47,7 +47,11 @@ def _looks_like_mlir_text(data: bytes) -> bool:
         except UnicodeDecodeError:
             return False
     stripped = text.lstrip()
-    return stripped.startswith(_MLIR_TEXT_HINTS) or "func.func" in text
+    if stripped.startswith(_MLIR_TEXT_HINTS) or "func.func" in text:
+        return True
+    # Otherwise: text is MLIR-looking if it is printable (an ONNX protobuf starts with a field
+    # tag such as 0x08 and carries control bytes).
+    return bool(stripped) and all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 def dialect_of(op_names: Iterable[str]) -> InputDialect:

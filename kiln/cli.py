@@ -88,17 +88,23 @@ def main(
         return int(mod.run(args, stdout=stdout, stderr=stderr))
     except KilnError as exc:
         print(f"kiln: {exc.code}: {exc.message}", file=stderr)
-        _print_detail(exc, stderr)
+        _print_detail(exc, stderr, source=getattr(args, "graph", None))
         return 1
     except KeyboardInterrupt:
         return 130
 
 
-def _print_detail(exc: KilnError, stderr: TextIO) -> None:
+def _print_detail(exc: KilnError, stderr: TextIO, *, source: str | None = None) -> None:
     detail = exc.detail
     if isinstance(detail, dict):
         for d in detail.get("diagnostics") or []:
-            print(f"  {d if isinstance(d, str) else json.dumps(d)}", file=stderr)
+            if isinstance(d, dict):
+                f = d.get("file")
+                if f in ("-", None) and source:
+                    f = source
+                where = f"{f}:{d.get('line') or 0}:{d.get('col') or 0}: " if f else ""
+                d = f"{where}{d.get('severity', 'error')}: {d.get('message')}"
+            print(f"  {d}", file=stderr)
         if detail.get("command"):
             print("  command: " + " ".join(detail["command"]), file=stderr)
         if detail.get("hint"):
