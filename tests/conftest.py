@@ -9,6 +9,8 @@ import pytest
 
 from kiln.pipeline import Pipeline
 
+pytest_plugins = ["tests.conftest_redis"]
+
 os.environ.setdefault("KILN_CACHE_DIR", "/nonexistent-kiln-cache-set-by-tests")
 
 

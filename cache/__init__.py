@@ -1,0 +1,353 @@
+"""Kiln's artifact cache: a content-addressed store (CAS) plus an action cache (AC).
+
+    from kiln.cache import open_cache, CompileKey, Built
+
+    cache = open_cache()                                   # ~/.cache/kiln, or $KILN_CACHE_DIR
+    result = cache.get_or_build(key, lambda: Built(data, compile_seconds=0.6))
+    result.cached, result.source, result.record.digest, result.data
+
+Backends (one file each): ``disk`` (embedded default), ``redis`` (shared), ``tiered`` (disk in front
+of Redis). The facade adds what is common to all of them: verified hits only, single-flight
+builds, counters and a metrics hook. See ``docs/caching.md``.
+
+Failure semantics of the facade: a cache that cannot be read is a miss and one that cannot be
+written is skipped — ``get_or_build`` fails only if ``build`` does (its exception propagates,
+unchanged, to every caller waiting on the same key). Redis failures are logged and counted
+(``counters.redis_errors``); local write failures are logged and counted (``store_errors``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Self
+
+from kiln.errors import CacheUnavailable, InvalidRequest, NotFound
+
+from .disk import DiskStorage, default_cache_dir
+from .key import KEY_VERSION, CompileKey, normalize_digest
+from .redis import RedisStorage
+from .singleflight import LocalFlight, RedisLeases, disk_key_lock
+from .store import Storage, blob_digest
+from .tiered import TieredStorage
+from .types import (
+    ActionRecord,
+    Built,
+    CacheResult,
+    CacheStats,
+    CompilerInfo,
+    Found,
+    GcReport,
+    StoreStats,
+    VerifyReport,
+    WritePolicy,
+)
+
+__all__ = [
+    "KEY_VERSION",
+    "ActionRecord",
+    "ArtifactCache",
+    "Built",
+    "CacheResult",
+    "CacheStats",
+    "CompileKey",
+    "CompilerInfo",
+    "Counters",
+    "GcReport",
+    "Storage",
+    "StoreStats",
+    "VerifyReport",
+    "WritePolicy",
+    "default_cache_dir",
+    "open_cache",
+]
+
+log = logging.getLogger("kiln.cache")
+
+#: Events passed to the metrics hook (and the counter each one increments).
+EVENTS = ("hit", "miss", "build", "inflight_join", "corrupt", "redis_error", "store_error")
+
+
+@dataclasses.dataclass
+class Counters:
+    """Monotonic per-process counters; read them as attributes (or :meth:`snapshot`)."""
+
+    hits: int = 0
+    misses: int = 0
+    builds: int = 0
+    inflight_joins: int = 0
+    corrupt: int = 0
+    redis_errors: int = 0
+    store_errors: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+_FIELD = {
+    "hit": "hits",
+    "miss": "misses",
+    "build": "builds",
+    "inflight_join": "inflight_joins",
+    "corrupt": "corrupt",
+    "redis_error": "redis_errors",
+    "store_error": "store_errors",
+}
+
+
+class ArtifactCache:
+    """The cache facade used by ``kiln compile`` and the daemon. Thread-safe.
+
+    ``metrics_hook(event)`` is called once per event in ``EVENTS`` (e.g. to increment a Prometheus
+    counter); it must not raise or block.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        disk: DiskStorage | None = None,
+        redis: RedisStorage | None = None,
+        lease_seconds: float = 30.0,
+        lease_poll_max: float = 0.5,
+        compiler_name: str = "iree",
+        metrics_hook: Callable[[str], None] | None = None,
+    ) -> None:
+        self.storage = storage
+        self.disk = disk
+        self.redis = redis
+        self.compiler_name = compiler_name
+        self.metrics_hook = metrics_hook
+        self.counters = Counters()
+        self._mu = threading.Lock()
+        self._flight: LocalFlight[CacheResult] = LocalFlight()
+        self._leases = (
+            RedisLeases(redis, lease_seconds=lease_seconds, poll_max=lease_poll_max)
+            if redis is not None
+            else None
+        )
+        if disk is not None:
+            disk.on_corrupt = lambda _what: self._count("corrupt")
+        if redis is not None:
+            redis.on_corrupt = lambda _what: self._count("corrupt")
+            redis.on_error = lambda _exc: self._count("redis_error")
+
+    # -- lookups and builds ------------------------------------------------------------------
+
+    def lookup(self, key: CompileKey | str, *, load: bool = False) -> CacheResult | None:
+        """A verified hit, or None. ``load=True`` fills ``result.data``. Counts a hit or a miss."""
+        found = self._find(_key_hex(key), load=load)
+        self._count("hit" if found else "miss")
+        return None if found is None else _result(found)
+
+    def get_or_build(self, key: CompileKey, build: Callable[[], Built]) -> CacheResult:
+        """The cached artifact for ``key``, else ``build()``'s, stored blob-then-record.
+
+        ``build`` runs at most once across all concurrent callers for the same key in this
+        process, in every process sharing the cache directory, and in every replica sharing Redis
+        (see singleflight.py). ``result.data`` is always set (verified bytes).
+        """
+        kh = key.digest()
+        found = self._find(kh, load=True)
+        if found is not None:
+            self._count("hit")
+            return _result(found)
+        self._count("miss")
+        result, shared = self._flight.do(kh, lambda: self._build_once(key, kh, build))
+        if shared:
+            self._count("inflight_join")
+            return dataclasses.replace(result, cached=True, source="inflight")
+        return result
+
+    async def get_or_build_async(self, key: CompileKey, build: Callable[[], Built]) -> CacheResult:
+        """:meth:`get_or_build` on the default executor (``build`` runs in that thread)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(self.get_or_build, key, build))
+
+    def _build_once(self, key: CompileKey, kh: str, build: Callable[[], Built]) -> CacheResult:
+        lock = disk_key_lock(self.disk.lock_file(kh)) if self.disk is not None else nullcontext()
+        with lock:
+            found = self._find(kh, load=True)  # another process may have built it while we waited
+            if found is not None:
+                return _result(found)
+            if self._leases is None:
+                return self._build_and_store(key, kh, build)
+            out = self._leases.run(
+                kh,
+                recheck=lambda: self._find(kh, load=True),
+                build=lambda: self._build_and_store(key, kh, build),
+            )
+            return _result(out) if isinstance(out, Found) else out
+
+    def _build_and_store(self, key: CompileKey, kh: str, build: Callable[[], Built]) -> CacheResult:
+        built = build()
+        self._count("build")
+        data = bytes(built.data)
+        record = ActionRecord(
+            key=kh,
+            digest=blob_digest(data),
+            size=len(data),
+            target=key.target,
+            flags=key.flags,
+            compiler=CompilerInfo(self.compiler_name, key.compiler_version, key.compiler_hash),
+            compile_seconds=float(built.compile_seconds),
+            created=time.time(),
+            warnings=tuple(built.warnings),
+        )
+        try:
+            self.storage.put(record, data)
+        except CacheUnavailable:
+            pass  # redis-only cache with Redis down: counted by the backend
+        except OSError as exc:
+            self._count("store_error")
+            log.error("kiln cache: could not store %s: %s", kh, exc)
+        return CacheResult(record, cached=False, source="compiled", data=data)
+
+    def _find(self, kh: str, *, load: bool) -> Found | None:
+        try:
+            return self.storage.find(kh, load=load)
+        except CacheUnavailable:
+            return None  # logged and counted by the backend
+        except OSError as exc:  # an unreadable local cache is a miss, not a failed request
+            self._count("store_error")
+            log.error("kiln cache: could not read %s: %s", kh, exc)
+            return None
+
+    # -- blobs -------------------------------------------------------------------------------
+
+    def read_blob(self, digest: str) -> bytes:
+        """The verified bytes of a blob (``sha256:<hex>`` or bare hex). NotFound if absent, corrupt
+        (the corrupt copy is deleted) or not a digest at all."""
+        try:
+            data = self.storage.get_blob(normalize_digest(digest))
+        except ValueError as exc:
+            raise NotFound(f"no artifact {digest!r}") from exc
+        except CacheUnavailable as exc:
+            raise NotFound(f"no artifact {digest!r} (cache unavailable)") from exc
+        if data is None:
+            raise NotFound(f"no artifact {digest!r}", detail={"digest": digest})
+        return data
+
+    def blob_path(self, digest: str) -> Path | None:
+        """A verified local file holding the blob (fetched from Redis first when tiered), for
+        zero-copy serving; None if absent/corrupt or when there is no disk tier."""
+        fn = getattr(self.storage, "blob_path", None)
+        try:
+            return fn(digest) if fn is not None else None
+        except (ValueError, CacheUnavailable):
+            return None
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def stats(self) -> CacheStats:
+        backends: list[StoreStats | None] = []
+        for s in (self.disk, self.redis):
+            if s is None:
+                continue
+            try:
+                backends.append(s.stats())
+            except CacheUnavailable:
+                backends.append(None)
+        c = self.counters
+        return CacheStats(
+            c.hits, c.misses, c.builds, c.inflight_joins, c.corrupt, c.redis_errors, tuple(backends)
+        )
+
+    def verify(self) -> VerifyReport:
+        """Re-hash every blob, check every record, remove what is bad (see VerifyReport).
+
+        Raises CacheUnavailable only for a Redis-only cache whose Redis is down.
+        """
+        return self.storage.verify()
+
+    def gc(self, max_size: int | None = None) -> GcReport:
+        """Evict the disk tier down to ``max_size`` bytes (default: the configured bound). Redis
+        is bounded by its own ``maxmemory``. Without a disk tier this does nothing."""
+        if self.disk is None:
+            return GcReport()
+        rep = self.disk.gc(max_size)
+        assert rep is not None  # wait=True never skips
+        return rep
+
+    def pin(self, key: CompileKey | str) -> None:
+        """Never evict this key's record nor its blob from the disk tier."""
+        self._require_disk("pin").pin(_key_hex(key))
+
+    def unpin(self, key: CompileKey | str) -> None:
+        self._require_disk("unpin").unpin(_key_hex(key))
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require_disk(self, what: str) -> DiskStorage:
+        if self.disk is None:
+            raise InvalidRequest(f"{what} needs a disk cache (pins are local)")
+        return self.disk
+
+    def _count(self, event: str) -> None:
+        with self._mu:
+            setattr(self.counters, _FIELD[event], getattr(self.counters, _FIELD[event]) + 1)
+        if self.metrics_hook is not None:
+            self.metrics_hook(event)
+
+
+def open_cache(
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    redis_url: str | None = None,
+    max_size: int | None = None,
+    write_policy: WritePolicy = WritePolicy.WRITE_THROUGH,
+    disk: bool = True,
+    lease_seconds: float = 30.0,
+    lease_poll_max: float = 0.5,
+    redis_retry_interval: float = 1.0,
+    metrics_hook: Callable[[str], None] | None = None,
+) -> ArtifactCache:
+    """Disk only (default; ``cache_dir`` or ``$KILN_CACHE_DIR`` or the user cache dir), tiered
+    disk+Redis when ``redis_url`` is given, Redis only with ``disk=False``.
+
+    Opening never contacts Redis, so it succeeds while Redis is down.
+    """
+    local = DiskStorage(cache_dir, max_size=max_size) if disk else None
+    remote = RedisStorage(redis_url, retry_interval=redis_retry_interval) if redis_url else None
+    storage: Storage
+    if local is not None and remote is not None:
+        storage = TieredStorage(local, remote, write_policy=write_policy)
+    elif local is not None:
+        storage = local
+    elif remote is not None:
+        storage = remote
+    else:
+        raise InvalidRequest("a cache needs a disk directory, a Redis URL, or both")
+    return ArtifactCache(
+        storage,
+        disk=local,
+        redis=remote,
+        lease_seconds=lease_seconds,
+        lease_poll_max=lease_poll_max,
+        metrics_hook=metrics_hook,
+    )
+
+
+def _key_hex(key: CompileKey | str) -> str:
+    if isinstance(key, CompileKey):
+        return key.digest()
+    return normalize_digest(key)[len("sha256:") :]
+
+
+def _result(found: Found) -> CacheResult:
+    return CacheResult(found.record, cached=True, source=found.source, data=found.data)

@@ -1,0 +1,281 @@
+"""Redis backend: the cache shared by every replica of a cluster.
+
+Keys are namespaced ``<prefix>cas:<hex>`` (blob bytes) and ``<prefix>ac:<key>`` (record JSON);
+the default prefix ``kiln:v1:`` carries the layout version. Designed for a Redis with
+``maxmemory`` + an ``allkeys-*`` eviction policy: Redis may drop any key at any time, so a record
+whose blob is gone is a miss (and is deleted), and every blob is re-hashed on read — a mismatch is
+deleted with its record and reported as a miss, never returned.
+
+Failure semantics: any ``redis.RedisError`` becomes :class:`kiln.errors.CacheUnavailable`
+(``raise ... from exc``), logged and reported to ``on_error`` (the metrics hook) — callers fall back
+to the local tier and the compiler. After a connection failure the backend fails fast for
+``retry_interval`` seconds (so a dead Redis costs one connect timeout per interval, not one per
+request), then tries again: sharing resumes by itself when Redis returns; nothing is ever
+permanently disabled. Socket timeouts are short and configurable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from kiln.errors import CacheUnavailable
+
+from .key import normalize_digest
+from .store import blob_digest, check_blob, decode_record, encode_record
+from .types import ActionRecord, Found, StoreStats, VerifyReport
+
+__all__ = ["DEFAULT_PREFIX", "RedisStorage"]
+
+log = logging.getLogger("kiln.cache.redis")
+
+DEFAULT_PREFIX = "kiln:v1:"
+T = TypeVar("T")
+
+
+def _hex(digest: str) -> str:
+    return normalize_digest(digest)[len("sha256:") :]
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for logs and stats)."""
+    parts = urlsplit(url)
+    if parts.password:
+        host = parts.hostname or ""
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+class RedisStorage:
+    """CAS + AC in Redis. Thread-safe (redis-py's connection pool)."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        socket_timeout: float = 2.0,
+        connect_timeout: float = 0.5,
+        retry_interval: float = 1.0,
+        ttl: float | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        """``ttl`` (seconds) optionally expires entries; None relies on maxmemory eviction."""
+        self.url = url
+        self.prefix = prefix
+        self.retry_interval = retry_interval
+        self.ttl_ms = int(ttl * 1000) if ttl else None
+        #: Called with each failure (already translated to CacheUnavailable) — the metrics hook.
+        self.on_error = on_error
+        #: Called with the key of every corrupt blob found and removed.
+        self.on_corrupt: Callable[[str], None] | None = None
+        # One immediate retry absorbs a pooled connection that died with a restarted server.
+        self.client = redis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=connect_timeout,
+            retry=Retry(NoBackoff(), 1),
+            health_check_interval=0,
+        )
+        self._mu = threading.Lock()
+        self._down_until = 0.0
+        self._down = False
+
+    def location(self) -> str:
+        return redact(self.url)
+
+    def _k_blob(self, digest: str) -> str:
+        return f"{self.prefix}cas:{_hex(digest)}"
+
+    def _k_rec(self, key: str) -> str:
+        return f"{self.prefix}ac:{_hex(key)}"
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one redis-py call, translating failures to CacheUnavailable (see module doc)."""
+        with self._mu:
+            if time.monotonic() < self._down_until:
+                raise CacheUnavailable(
+                    f"redis at {self.location()} is unavailable; retrying shortly",
+                    detail={"url": self.location()},
+                )
+        try:
+            result = fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            err = CacheUnavailable(
+                f"redis at {self.location()}: {type(exc).__name__}: {exc}",
+                detail={"url": self.location()},
+            )
+            connection_lost = isinstance(exc, (redis.ConnectionError, redis.TimeoutError))
+            with self._mu:
+                first = not self._down
+                if connection_lost:
+                    self._down = True
+                    self._down_until = time.monotonic() + self.retry_interval
+            (log.warning if first else log.debug)("kiln cache: %s", err.message)
+            if self.on_error is not None:
+                self.on_error(err)
+            raise err from exc
+        with self._mu:
+            if self._down:
+                self._down = False
+                log.warning("kiln cache: redis at %s is reachable again", self.location())
+        return result
+
+    def _get(self, rkey: str) -> bytes | None:
+        value = self.call(self.client.get, rkey)
+        return value.encode() if isinstance(value, str) else value
+
+    def ping(self) -> bool:
+        """True if Redis answers (readiness probes); never raises."""
+        try:
+            return bool(self.call(self.client.ping))
+        except CacheUnavailable:
+            return False
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def find(self, key: str, *, load: bool = False) -> Found | None:
+        rkey = self._k_rec(key)
+        raw = self._get(rkey)
+        if raw is None:
+            return None
+        rec = decode_record(raw, key=_hex(key))
+        if rec is None:
+            self._corrupt(rkey, [rkey])
+            return None
+        data = self.get_blob(rec.digest)
+        if data is None:  # evicted by maxmemory, or corrupt: the record is not a hit
+            self.call(self.client.delete, rkey)
+            return None
+        return Found(rec, "redis", data)
+
+    def get_record(self, key: str) -> ActionRecord | None:
+        raw = self._get(self._k_rec(key))
+        return None if raw is None else decode_record(raw, key=_hex(key))
+
+    def get_blob(self, digest: str) -> bytes | None:
+        digest = normalize_digest(digest)
+        bkey = self._k_blob(digest)
+        data = self._get(bkey)
+        if data is None:
+            return None
+        if blob_digest(data) != digest:
+            self._corrupt(bkey, [bkey])
+            return None
+        return data
+
+    def has_blob(self, digest: str) -> bool:
+        return bool(self.call(self.client.exists, self._k_blob(digest)))
+
+    def blob_path(self, digest: str) -> None:
+        return None
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def put(self, record: ActionRecord, data: bytes) -> None:
+        """Blob then record in one pipeline (Redis runs them in order)."""
+        check_blob(record.digest, data)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(self._k_blob(record.digest), data, px=self.ttl_ms)
+        pipe.set(self._k_rec(record.key), encode_record(record), px=self.ttl_ms)
+        self.call(pipe.execute)
+
+    def put_blob(self, digest: str, data: bytes) -> None:
+        digest = normalize_digest(digest)
+        check_blob(digest, data)
+        self.call(self.client.set, self._k_blob(digest), data, px=self.ttl_ms)
+
+    def put_record(self, record: ActionRecord) -> None:
+        self.call(self.client.set, self._k_rec(record.key), encode_record(record), px=self.ttl_ms)
+
+    def delete_record(self, key: str) -> None:
+        self.call(self.client.delete, self._k_rec(key))
+
+    def delete_blob(self, digest: str) -> None:
+        self.call(self.client.delete, self._k_blob(digest))
+
+    # -- iteration, stats, verify ------------------------------------------------------------
+
+    def _scan(self, kind: str) -> Iterator[str]:
+        it = self.call(self.client.scan_iter, match=f"{self.prefix}{kind}:*", count=500)
+        while True:
+            try:
+                k = self.call(next, it)
+            except StopIteration:
+                return
+            yield k.decode() if isinstance(k, bytes) else k
+
+    def iter_blobs(self) -> Iterator[tuple[str, int]]:
+        for k in self._scan("cas"):
+            size = self.call(self.client.strlen, k)
+            if size:
+                yield "sha256:" + k.rsplit(":", 1)[1], int(size)
+
+    def iter_records(self) -> Iterator[ActionRecord]:
+        for k in self._scan("ac"):
+            raw = self._get(k)
+            rec = None if raw is None else decode_record(raw, key=k.rsplit(":", 1)[1])
+            if rec is not None:
+                yield rec
+
+    def stats(self) -> StoreStats:
+        blobs = list(self.iter_blobs())
+        nrec, rbytes = 0, 0
+        for k in self._scan("ac"):
+            nrec += 1
+            rbytes += int(self.call(self.client.strlen, k))
+        return StoreStats(
+            backend=self.name,
+            location=self.location(),
+            records=nrec,
+            blobs=len(blobs),
+            bytes=sum(s for _, s in blobs) + rbytes,
+        )
+
+    def verify(self) -> VerifyReport:
+        rep = VerifyReport()
+        for k in self._scan("cas"):
+            data = self._get(k)
+            if data is None:
+                continue
+            if blob_digest(data) == "sha256:" + k.rsplit(":", 1)[1]:
+                rep.ok_blobs += 1
+            else:
+                rep.corrupt += 1
+                rep.removed.append(k)
+                self._corrupt(k, [k])
+        for k in self._scan("ac"):
+            raw = self._get(k)
+            if raw is None:
+                continue
+            rec = decode_record(raw, key=k.rsplit(":", 1)[1])
+            if rec is None:
+                rep.corrupt += 1
+            elif not self.call(self.client.exists, self._k_blob(rec.digest)):
+                rep.dangling += 1
+            else:
+                rep.ok_records += 1
+                continue
+            rep.removed.append(k)
+            self.call(self.client.delete, k)
+        return rep
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _corrupt(self, what: str, keys: list[str]) -> None:
+        log.warning("kiln cache: removing corrupt redis entry %s", what)
+        self.call(self.client.delete, *keys)
+        if self.on_corrupt is not None:
+            self.on_corrupt(what)

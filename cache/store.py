@@ -1,0 +1,112 @@
+"""The one storage protocol every backend implements (sccache ``src/cache`` style).
+
+Two namespaces, bazel-remote style:
+
+* **CAS** — blobs addressed by ``sha256:<hex>`` of their bytes. Immutable; writing the same digest
+  twice is a no-op. Every read verifies the digest: a blob whose bytes do not match is deleted and
+  reported as absent (``None``), never returned.
+* **AC** — action records addressed by the hex compile key. ``find(key)`` is the only way to get a
+  *hit*: it returns a record only if the blob it names exists and verifies; a record whose blob is
+  missing (evicted) or corrupt is deleted and reported as a miss.
+
+Writers put the blob before the record, so a crash between the two leaves an orphan blob (collected
+by gc), never a record pointing at nothing.
+
+Failure semantics: local backends raise ``OSError`` only for real I/O failures (disk full,
+permissions). Remote backends raise :class:`kiln.errors.CacheUnavailable` when the server cannot be
+reached; they never raise it for a miss.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+from .key import sha256_hex
+from .types import ActionRecord, Found, StoreStats, VerifyReport
+
+__all__ = ["Storage", "blob_digest", "check_blob", "decode_record", "encode_record"]
+
+
+def blob_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``."""
+    return "sha256:" + sha256_hex(data)
+
+
+def encode_record(record: ActionRecord) -> bytes:
+    return json.dumps(record.to_json(), sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode_record(raw: bytes, *, key: str) -> ActionRecord | None:
+    """Parse a stored record; None if it is malformed or stored under the wrong key."""
+    try:
+        rec = ActionRecord.from_json(json.loads(raw))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return rec if rec.key == key else None
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """A CAS + AC backend. Methods are thread-safe; several processes may share one store."""
+
+    name: str
+
+    def find(self, key: str, *, load: bool = False) -> Found | None:
+        """A verified AC hit (record + existing, verified blob) or None.
+
+        With ``load=True`` the returned ``Found.data`` holds the blob's bytes; backends that had to
+        read them anyway (Redis) return them regardless.
+        """
+        ...
+
+    def get_record(self, key: str) -> ActionRecord | None:
+        """The stored record, unverified against its blob (use :meth:`find` for hits)."""
+        ...
+
+    def put(self, record: ActionRecord, data: bytes) -> None:
+        """Store a new entry: the blob first, then the record (the normal write path).
+
+        On disk both happen under the shared gc lock, so gc never sees the blob as an orphan.
+        """
+        ...
+
+    def put_record(self, record: ActionRecord) -> None: ...
+
+    def delete_record(self, key: str) -> None: ...
+
+    def get_blob(self, digest: str) -> bytes | None:
+        """The blob's bytes, verified; None if absent or corrupt (a corrupt blob is deleted)."""
+        ...
+
+    def has_blob(self, digest: str) -> bool:
+        """Presence only (no verification): cheap pre-check, e.g. to skip an upload."""
+        ...
+
+    def put_blob(self, digest: str, data: bytes) -> None:
+        """Store ``data`` under ``digest``. ValueError if the bytes do not match the digest."""
+        ...
+
+    def delete_blob(self, digest: str) -> None: ...
+
+    def iter_records(self) -> Iterator[ActionRecord]: ...
+
+    def iter_blobs(self) -> Iterator[tuple[str, int]]:
+        """``(digest, size)`` of every stored blob."""
+        ...
+
+    def stats(self) -> StoreStats: ...
+
+    def verify(self) -> VerifyReport:
+        """Re-hash every blob and check every record; delete what is bad."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def check_blob(digest: str, data: bytes) -> None:
+    """ValueError unless ``data`` hashes to ``digest`` (guards puts against caller bugs)."""
+    actual = blob_digest(data)
+    if actual != digest:
+        raise ValueError(f"blob bytes hash to {actual}, not {digest}")
