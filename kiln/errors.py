@@ -15,7 +15,9 @@ Every error carries a stable, machine-readable ``code`` (the API contract's erro
     ├── Overloaded                  overloaded
     ├── NotFound                    not_found
     ├── IntegrityError              integrity_error  (a blob whose bytes do not match its digest)
-    └── CacheUnavailable            cache_unavailable (a remote cache backend is down)
+    ├── CacheUnavailable            cache_unavailable (a remote cache backend is down)
+    ├── ConnectionFailed            unavailable      (client: the server could not be reached)
+    └── LoadFailed                  load_failed      (client: no candidate target compiled and loaded)
 """
 
 from __future__ import annotations
@@ -24,19 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "KilnError",
-    "InvalidRequest",
-    "InvalidGraph",
-    "UnsupportedTarget",
+    "CacheUnavailable",
     "CompileError",
     "CompileTimeout",
+    "Diagnostic",
+    "IntegrityError",
+    "InvalidGraph",
+    "InvalidRequest",
+    "KilnError",
+    "NotFound",
+    "Overloaded",
     "TooLarge",
     "Unauthorized",
-    "Overloaded",
-    "NotFound",
-    "IntegrityError",
-    "CacheUnavailable",
-    "Diagnostic",
+    "UnsupportedTarget",
 ]
 
 
@@ -198,6 +200,23 @@ class CacheUnavailable(KilnError):
     http_status = 503
 
 
+class ConnectionFailed(KilnError):
+    """The server could not be reached (refused, reset, timed out) after every retry."""
+
+    code = "unavailable"
+    http_status = 503
+
+
+class LoadFailed(KilnError):
+    """``load`` tried every candidate target and none compiled and loaded.
+
+    ``detail["attempts"]`` lists each target with the error that ruled it out.
+    """
+
+    code = "load_failed"
+    http_status = 422
+
+
 def _rebuild(cls: type[KilnError], args: tuple[Any, ...], state: dict[str, Any]) -> KilnError:
     err = cls.__new__(cls)
     Exception.__init__(err, *args)
@@ -219,5 +238,7 @@ _BY_CODE: dict[str, type[KilnError]] = {
         NotFound,
         IntegrityError,
         CacheUnavailable,
+        ConnectionFailed,
+        LoadFailed,
     )
 }

@@ -10,10 +10,11 @@ import re
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from kiln.errors import UnsupportedTarget
 from kiln.targets.types import KindInfo, TargetSpec
 
-__all__ = ["TargetKind", "register_target", "parse_target", "kinds", "describe_targets"]
+from kiln.errors import UnsupportedTarget
+
+__all__ = ["TargetKind", "describe_targets", "kinds", "parse_target", "register_target"]
 
 # Target strings are short tokens: letters, digits, '_', '-', '.', '+', ',', ':'.
 _TARGET_RE = re.compile(r"^[A-Za-z0-9_.+,:\-]{1,128}$")
@@ -44,8 +45,9 @@ def register_target(kind: str) -> Callable[[type[K]], type[K]]:
 
 
 def _load() -> None:
-    if not _REGISTRY:
-        from kiln.targets import cpu, cuda, metal, rocm, vulkan  # noqa: F401
+    # Always import every kind (a no-op once imported): importing one kind module directly must
+    # not leave the registry holding only that kind.
+    from kiln.targets import cpu, cuda, metal, rocm, vulkan  # noqa: F401
 
 
 def kinds() -> dict[str, TargetKind]:

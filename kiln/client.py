@@ -1,0 +1,529 @@
+"""The Kiln client SDK (API.md, "Python SDK"): compile on a ``kiln serve`` daemon, fetch verified
+executables, and load the best one for this machine.
+
+    with Client("http://127.0.0.1:8000") as c:
+        result = c.compile("model.onnx", targets=["cpu", "vulkan"])
+        data = c.fetch(result.artifacts[0].digest)        # sha256-verified bytes
+        mod = c.load("model.onnx", device="auto")         # best target here, CPU as the fallback
+        y = mod.main(x)                                   # numpy in, numpy out
+
+Failure semantics (every method): httpx's exceptions never escape; they are translated once, here,
+with ``raise ... from exc``. A server error envelope becomes its Kiln class
+(``KilnError.from_json``:
+``InvalidGraph``, ``UnsupportedTarget``, ``CompileError``, ``Overloaded``, ...). 429/503 and
+connection errors are retried per ``RetryPolicy`` (``Retry-After`` honoured); when retries run out
+the last error is raised (``Overloaded`` or ``ConnectionFailed``). Bytes that do not match their
+digest raise ``IntegrityError`` and are never cached or loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import hashlib
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
+
+import httpx
+
+from kiln.client_cache import LocalCache, request_key
+from kiln.client_types import (
+    RemoteArtifact,
+    RemoteCompileResult,
+    RemoteTargetError,
+    RetryPolicy,
+)
+from kiln.errors import (
+    CompileError,
+    ConnectionFailed,
+    LoadFailed,
+    IntegrityError,
+    InvalidRequest,
+    KilnError,
+    NotFound,
+    Overloaded,
+    UnsupportedTarget,
+)
+from kiln.runtime import LoadedModule
+
+if TYPE_CHECKING:
+    import onnx
+
+    from kiln.resolver import Candidate
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "ClientModule",
+    "ConnectionFailed",
+    "LoadFailed",
+    "RemoteArtifact",
+    "RemoteCompileResult",
+    "RemoteTargetError",
+    "RetryPolicy",
+    "read_graph",
+]
+
+GraphInput: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | onnx.ModelProto"
+RAW_BODY_THRESHOLD = 1 << 20  # graphs larger than this (bytes) go as a raw octet-stream body
+_RETRY_STATUS = (429, 503)
+_DIGEST_RE = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
+_MLIR_TEXT_HINT = re.compile(
+    r"^\s*(module|func\.func|util\.func|#|//|\"builtin\.module\"|!)|func\.func"
+)
+
+
+class ClientModule(LoadedModule):
+    """A loaded executable plus how it was chosen: ``target``, ``digest`` and the ``fallbacks``
+    (target, error) that were tried first and ruled out."""
+
+    def __init__(
+        self, data: bytes, *, driver: str, target: str, digest: str,
+        fallbacks: list[tuple[str, KilnError]],
+    ) -> None:
+        super().__init__(data, driver=driver)
+        self.target = target
+        self.digest = digest
+        self.fallbacks = fallbacks
+
+
+# -- inputs and requests --------------------------------------------------------------------------
+
+def read_graph(graph: GraphInput) -> tuple[bytes, str | None]:
+    """The graph's bytes and, when the input says, its format ("onnx" | "mlir").
+
+    A ``str`` is a path when such a file exists, else MLIR text; a ``str`` that is neither raises
+    ``InvalidRequest`` (it would otherwise be sent as a graph and fail obscurely).
+    """
+    if hasattr(graph, "SerializeToString"):  # onnx.ModelProto, without importing onnx
+        return bytes(graph.SerializeToString()), "onnx"
+    if isinstance(graph, bytes | bytearray | memoryview):
+        return bytes(graph), None
+    if isinstance(graph, str) and not os.path.exists(graph):
+        if _MLIR_TEXT_HINT.search(graph[:4096]):
+            return graph.encode("utf-8"), "mlir"
+        raise InvalidRequest(f"no such graph file, and not MLIR text: {graph[:80]!r}")
+    if isinstance(graph, str | os.PathLike):
+        try:
+            return Path(graph).read_bytes(), None
+        except OSError as exc:
+            msg = f"cannot read the graph {os.fspath(graph)}: {exc.strerror}"
+            raise InvalidRequest(msg) from exc
+    raise InvalidRequest(f"unsupported graph input of type {type(graph).__name__}")
+
+
+def _format_of(data: bytes, declared: str | None) -> str:
+    from kiln.dialects.detect import detect_format
+    from kiln.dialects.types import GraphFormat
+
+    fmt = detect_format(data, declared=declared)
+    return "onnx" if fmt is GraphFormat.ONNX else "mlir"
+
+
+def _compile_request(
+    data: bytes, fmt: str, targets: Sequence[str], options: dict[str, Any] | None,
+    raw_threshold: int,
+) -> dict[str, Any]:
+    """httpx ``request`` keyword arguments for ``POST /v1/compile``."""
+    if isinstance(targets, str):
+        raise InvalidRequest("targets must be a list of target strings, e.g. ['cpu']")
+    if len(data) > raw_threshold:
+        params: list[tuple[str, str]] = [("format", fmt)] + [("target", t) for t in targets]
+        if options:
+            params += [("option", f"{k}={v}") for k, v in sorted(options.items())]
+        return {
+            "params": params,
+            "content": data,
+            "headers": {"Content-Type": "application/octet-stream"},
+        }
+    if fmt == "mlir" and not data.startswith(b"ML\xefR"):
+        try:
+            graph = {"format": fmt, "encoding": "utf-8", "data": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            graph = {"format": fmt, "encoding": "base64", "data": base64.b64encode(data).decode()}
+    else:
+        graph = {"format": fmt, "encoding": "base64", "data": base64.b64encode(data).decode()}
+    body: dict[str, Any] = {"graph": graph, "targets": list(targets)}
+    if options:
+        body["options"] = dict(options)
+    return {"json": body}
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    value = resp.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_of(resp: httpx.Response) -> KilnError:
+    """The Kiln error for a non-2xx response (the envelope's class, else a generic one)."""
+    try:
+        body = resp.json()
+        err = KilnError.from_json(body["error"])
+    except (ValueError, KeyError, TypeError):
+        err = KilnError(f"HTTP {resp.status_code} from {resp.request.url}: {resp.text[:500]}")
+    if isinstance(err, Overloaded):
+        err.retry_after = _retry_after(resp) or 1.0
+    return err
+
+
+def _check(resp: httpx.Response) -> httpx.Response:
+    if resp.status_code >= 400:
+        raise _error_of(resp)
+    return resp
+
+
+def _hex_of(digest: str) -> str:
+    m = _DIGEST_RE.match(digest.strip().lower())
+    if not m:
+        raise InvalidRequest(f"not a sha256 digest: {digest[:80]!r}")
+    return m.group(1)
+
+
+def _verify(digest: str, data: bytes) -> bytes:
+    want = _hex_of(digest)
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise IntegrityError(
+            f"artifact sha256:{want} arrived with sha256:{got}; refusing it",
+            detail={"expected": f"sha256:{want}", "actual": f"sha256:{got}", "size": len(data)},
+        )
+    return data
+
+
+def _record(a: RemoteArtifact) -> dict[str, Any]:
+    return {"target": a.target, "digest": a.digest, "key": a.key, "flags": list(a.flags)}
+
+
+# Errors after which load() tries the next candidate: this target cannot be built or run here.
+_FALLBACK = (CompileError, UnsupportedTarget, NotFound)
+
+
+class _Base:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        raw_threshold: int = RAW_BODY_THRESHOLD,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.cache = LocalCache(cache_dir)
+        self.raw_threshold = raw_threshold
+        self._timeout = timeout
+        self._headers = {"User-Agent": "kiln-client/0.1", "Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+
+    def _prepare(
+        self, graph: GraphInput, targets: Sequence[str], options: dict[str, Any] | None,
+        format: str | None,
+    ) -> dict[str, Any]:
+        data, fmt = read_graph(graph)
+        return _compile_request(
+            data, _format_of(data, format or fmt), targets, options, self.raw_threshold
+        )
+
+    def _key(
+        self, data: bytes, target: str, options: dict[str, Any] | None, fmt: str | None
+    ) -> str:
+        return request_key(server=self.base_url, graph=data, target=target, options=options,
+                           format=fmt)
+
+    def _cached_artifact(self, key: str) -> tuple[bytes, dict[str, Any]] | None:
+        rec = self.cache.get_result(key)
+        if rec is None:
+            return None
+        blob = self.cache.get_blob(rec["digest"])
+        return (blob, rec) if blob is not None else None
+
+    def _candidates(self, device: str, candidates: Sequence[Candidate] | None) -> list[Candidate]:
+        from kiln.resolver import candidates as detect
+
+        cands = list(candidates) if candidates is not None else detect(device)
+        if not cands:
+            raise NotFound(f"no {device} device on this machine")
+        return cands
+
+
+def _one_artifact(res: RemoteCompileResult) -> RemoteArtifact:
+    if not res.artifacts:
+        raise res.errors[0].error if res.errors else KilnError("the server returned no artifact")
+    return res.artifacts[0]
+
+
+def _open(c: Candidate, blob: bytes, rec: dict[str, Any],
+          tried: list[tuple[str, KilnError]]) -> ClientModule | None:
+    """Load ``blob`` on ``c.driver``; a runtime failure (no device, bad module) is recorded."""
+    try:
+        return ClientModule(blob, driver=c.driver, target=rec["target"], digest=rec["digest"],
+                            fallbacks=list(tried))
+    except (RuntimeError, ValueError, OSError) as exc:
+        tried.append((c.target, KilnError(f"cannot load on {c.driver}: {exc}")))
+        return None
+
+
+def _no_target(tried: list[tuple[str, KilnError]]) -> LoadFailed:
+    return LoadFailed(
+        "no candidate target compiled and loaded: "
+        + "; ".join(f"{t}: {e.code}: {e.message}" for t, e in tried),
+        detail={"attempts": [{"target": t, "error": e.to_json()} for t, e in tried]},
+    )
+
+
+class Client(_Base):
+    """Synchronous client. ``transport`` (an ``httpx.BaseTransport``) is injectable for tests."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        raw_threshold: int = RAW_BODY_THRESHOLD,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(base_url, token=token, timeout=timeout, retry=retry, cache_dir=cache_dir,
+                         raw_threshold=raw_threshold)
+        self._sleep = sleep
+        self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout,
+                                  transport=transport)
+
+    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        policy = self.retry
+        for attempt in range(policy.attempts):
+            last = attempt == policy.attempts - 1
+            try:
+                resp = self._http.request(method, path, **kw)
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
+                if last:
+                    raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
+                self._sleep(policy.delay(attempt))
+                continue
+            except httpx.HTTPError as exc:
+                raise ConnectionFailed(f"{method} {self.base_url}{path} failed: {exc}") from exc
+            if resp.status_code in _RETRY_STATUS and not last:
+                after = _retry_after(resp)
+                if after is None or after <= policy.max_retry_after:
+                    self._sleep(policy.delay(attempt, after))
+                    continue
+            return _check(resp)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @overload
+    def compile(self, graph: str | os.PathLike[str], *, targets: Sequence[str],
+                options: dict[str, Any] | None = None,
+                format: str | None = None) -> RemoteCompileResult: ...
+    @overload
+    def compile(self, graph: bytes | bytearray | memoryview, *, targets: Sequence[str],
+                options: dict[str, Any] | None = None,
+                format: str | None = None) -> RemoteCompileResult: ...
+    @overload
+    def compile(self, graph: onnx.ModelProto, *, targets: Sequence[str],
+                options: dict[str, Any] | None = None,
+                format: str | None = None) -> RemoteCompileResult: ...
+
+    def compile(self, graph: Any, *, targets: Sequence[str], options: dict[str, Any] | None = None,
+                format: str | None = None) -> RemoteCompileResult:
+        """Compile on the server (always asks it; its cache makes repeats cheap). Targets that fail
+        while others succeed are in ``.errors``; if all fail the error is raised."""
+        req = self._prepare(graph, targets, options, format)
+        return RemoteCompileResult.from_json(self._send("POST", "/v1/compile", **req).json())
+
+    def fetch(self, digest: str) -> bytes:
+        """The executable's bytes, sha256-verified (``IntegrityError`` otherwise); served from the
+        local cache when present there, so a repeat fetch makes no request."""
+        hexd = _hex_of(digest)
+        hit = self.cache.get_blob(hexd)
+        if hit is not None:
+            return hit
+        data = _verify(hexd, self._send("GET", f"/v1/artifacts/{hexd}").content)
+        self.cache.put_blob(hexd, data)
+        return data
+
+    def targets(self) -> dict[str, Any]:
+        """``GET /v1/targets``: the compiler version and the accepted targets per kind."""
+        return dict(self._send("GET", "/v1/targets").json())
+
+    def artifact(self, graph: GraphInput, target: str, *, options: dict[str, Any] | None = None,
+                 format: str | None = None) -> tuple[bytes, dict[str, Any]]:
+        """One target's executable bytes and record, from the local cache when this exact request
+        was made before (no request then), else compiled and fetched."""
+        data, fmt = read_graph(graph)
+        key = self._key(data, target, options, format or fmt)
+        hit = self._cached_artifact(key)
+        if hit is not None:
+            return hit
+        res = self.compile(data, targets=[target], options=options, format=format or fmt)
+        a = _one_artifact(res)
+        blob = self.fetch(a.digest)
+        self.cache.put_result(key, _record(a))
+        return blob, _record(a)
+
+    def load(self, graph: GraphInput, device: str = "auto", *,
+             options: dict[str, Any] | None = None,
+             candidates: Sequence[Candidate] | None = None) -> ClientModule:
+        """Compile for the best target here and load it; on a compile or load failure fall back
+        down the list (CPU last). ``candidates`` overrides the detected list. Raises ``LoadFailed``
+        when none works; graph, auth and integrity errors are raised at once (no fallback)."""
+        data, fmt = read_graph(graph)
+        tried: list[tuple[str, KilnError]] = []
+        for c in self._candidates(device, candidates):
+            try:
+                blob, rec = self.artifact(data, c.target, options=options, format=fmt)
+            except _FALLBACK as exc:
+                tried.append((c.target, exc))
+                continue
+            mod = _open(c, blob, rec, tried)
+            if mod is not None:
+                return mod
+        raise _no_target(tried)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Base):
+    """The asyncio twin of ``Client`` (same methods, awaitable; ``load`` loads in a thread)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        raw_threshold: int = RAW_BODY_THRESHOLD,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        super().__init__(base_url, token=token, timeout=timeout, retry=retry, cache_dir=cache_dir,
+                         raw_threshold=raw_threshold)
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers,
+                                       timeout=timeout, transport=transport)
+
+    async def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        policy = self.retry
+        for attempt in range(policy.attempts):
+            last = attempt == policy.attempts - 1
+            try:
+                resp = await self._http.request(method, path, **kw)
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
+                if last:
+                    raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
+                await self._sleep(policy.delay(attempt))
+                continue
+            except httpx.HTTPError as exc:
+                raise ConnectionFailed(f"{method} {self.base_url}{path} failed: {exc}") from exc
+            if resp.status_code in _RETRY_STATUS and not last:
+                after = _retry_after(resp)
+                if after is None or after <= policy.max_retry_after:
+                    await self._sleep(policy.delay(attempt, after))
+                    continue
+            return _check(resp)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @overload
+    async def compile(self, graph: str | os.PathLike[str], *, targets: Sequence[str],
+                      options: dict[str, Any] | None = None,
+                      format: str | None = None) -> RemoteCompileResult: ...
+    @overload
+    async def compile(self, graph: bytes | bytearray | memoryview, *, targets: Sequence[str],
+                      options: dict[str, Any] | None = None,
+                      format: str | None = None) -> RemoteCompileResult: ...
+    @overload
+    async def compile(self, graph: onnx.ModelProto, *, targets: Sequence[str],
+                      options: dict[str, Any] | None = None,
+                      format: str | None = None) -> RemoteCompileResult: ...
+
+    async def compile(self, graph: Any, *, targets: Sequence[str],
+                      options: dict[str, Any] | None = None,
+                      format: str | None = None) -> RemoteCompileResult:
+        """See ``Client.compile``."""
+        req = self._prepare(graph, targets, options, format)
+        resp = await self._send("POST", "/v1/compile", **req)
+        return RemoteCompileResult.from_json(resp.json())
+
+    async def fetch(self, digest: str) -> bytes:
+        """See ``Client.fetch``."""
+        hexd = _hex_of(digest)
+        hit = self.cache.get_blob(hexd)
+        if hit is not None:
+            return hit
+        data = _verify(hexd, (await self._send("GET", f"/v1/artifacts/{hexd}")).content)
+        self.cache.put_blob(hexd, data)
+        return data
+
+    async def targets(self) -> dict[str, Any]:
+        return dict((await self._send("GET", "/v1/targets")).json())
+
+    async def artifact(self, graph: GraphInput, target: str, *,
+                       options: dict[str, Any] | None = None,
+                       format: str | None = None) -> tuple[bytes, dict[str, Any]]:
+        """See ``Client.artifact``."""
+        data, fmt = read_graph(graph)
+        key = self._key(data, target, options, format or fmt)
+        hit = self._cached_artifact(key)
+        if hit is not None:
+            return hit
+        res = await self.compile(data, targets=[target], options=options, format=format or fmt)
+        a = _one_artifact(res)
+        blob = await self.fetch(a.digest)
+        self.cache.put_result(key, _record(a))
+        return blob, _record(a)
+
+    async def load(self, graph: GraphInput, device: str = "auto", *,
+                   options: dict[str, Any] | None = None,
+                   candidates: Sequence[Candidate] | None = None) -> ClientModule:
+        """See ``Client.load`` (the module loads in a worker thread)."""
+        data, fmt = read_graph(graph)
+        tried: list[tuple[str, KilnError]] = []
+        for c in self._candidates(device, candidates):
+            try:
+                blob, rec = await self.artifact(data, c.target, options=options, format=fmt)
+            except _FALLBACK as exc:
+                tried.append((c.target, exc))
+                continue
+            mod = await asyncio.to_thread(_open, c, blob, rec, tried)
+            if mod is not None:
+                return mod
+        raise _no_target(tried)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
