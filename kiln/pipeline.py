@@ -19,17 +19,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kiln.dialects.types import GraphFormat, InputDialect, PreparedGraph
-from kiln.errors import CompileError, CompileTimeout, InvalidGraph, InvalidRequest, KilnError
+from kiln.dialects.types import GraphFormat, GraphTraits, InputDialect, PreparedGraph
+from kiln.errors import (
+    CompileError,
+    CompileTimeout,
+    InvalidGraph,
+    InvalidRequest,
+    KilnError,
+    Overloaded,
+)
 from kiln.targets import TargetSpec, normalize_options, parse_target
 from kiln.targets.options import CompileOptions
+from kiln.targets.presets import merge_flags, preset_flags
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
 from kiln.workers import WorkerPool
 
 if TYPE_CHECKING:
     from kiln.cache import ArtifactCache
 
-__all__ = ["Pipeline", "CompileResult", "Artifact", "TargetError", "MAX_TARGETS"]
+__all__ = ["MAX_TARGETS", "Artifact", "CompileResult", "Pipeline", "TargetError"]
 
 MAX_TARGETS = 16
 
@@ -134,6 +142,7 @@ class Pipeline:
             max_workers=MAX_TARGETS * 4, thread_name_prefix="kiln-target"
         )
         self.on_compile: Callable[[str, str, float], None] | None = None  # (kind, outcome, s)
+        # outcome: ok | error | timeout | rejected (compile queue full: no compiler ran)
 
     @property
     def compiler(self) -> CompilerIdentity:
@@ -164,15 +173,26 @@ class Pipeline:
             input_format=GraphFormat(out["input_format"]),
             input_dialect=InputDialect(out["input_dialect"]),
             functions=tuple(out["functions"]),
+            traits=GraphTraits.from_json(out.get("traits")),
         )
 
-    def flags_for(self, spec: TargetSpec, options: CompileOptions) -> tuple[str, ...]:
-        return tuple(spec.flags) + options.flags()
+    def flags_for(
+        self, spec: TargetSpec, options: CompileOptions, *, graph: PreparedGraph | None = None
+    ) -> tuple[str, ...]:
+        """Target flags, then the preset's (chosen from ``graph.traits``), then option flags.
+
+        A later flag with the same name replaces an earlier one (``merge_flags``), so an explicit
+        option such as ``opt_level`` wins over the preset. Without ``graph`` the traits are
+        unknown and the CPU ``default`` preset adds nothing (IREE's defaults).
+        """
+        traits = graph.traits.to_json() if graph is not None else None
+        preset = preset_flags(spec.kind, options.preset, arch=spec.arch, traits=traits)
+        return merge_flags(spec.flags, preset, options.flags())
 
     def compile_prepared(
         self, graph: PreparedGraph, spec: TargetSpec, options: CompileOptions
     ) -> Artifact:
-        flags = self.flags_for(spec, options)
+        flags = self.flags_for(spec, options, graph=graph)
         ident = self.compiler
 
         def build() -> tuple[bytes, float, list[str]]:
@@ -194,6 +214,9 @@ class Pipeline:
                 outcome = "ok"
             except CompileTimeout:
                 outcome = "timeout"
+                raise
+            except Overloaded:
+                outcome = "rejected"  # the queue was full: no compiler ran
                 raise
             finally:
                 if self.on_compile is not None:

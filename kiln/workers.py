@@ -28,8 +28,8 @@ import queue
 import signal
 import subprocess
 import sys
-import threading
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -284,7 +284,8 @@ class WorkerPool:
         command_hint: list[str] | None = None,
     ) -> concurrent.futures.Future[Any]:
         self._ensure_started()
-        if self._queue.qsize() >= self.max_queue:
+        # Jobs waiting beyond the idle workers count against max_queue (0: no waiting at all).
+        if self._queue.qsize() + self.in_flight >= self.size + self.max_queue:
             raise Overloaded(
                 f"the compile queue is full ({self.max_queue} jobs waiting)", retry_after=2.0
             )

@@ -1,0 +1,115 @@
+"""``kiln serve``: run the daemon (``kiln.service``) under uvicorn.
+
+Every flag has a ``KILN_*`` environment variable (``--cache-dir`` ↔ ``KILN_CACHE_DIR``); a flag
+given on the command line wins: it is exported into the environment before the settings are read,
+so the HTTP worker processes of ``--http-workers N`` read the same settings. Tokens are taken
+from ``KILN_TOKENS`` or ``--tokens-file`` only (a token on the command line would show in ``ps``).
+
+Exit status: 0 after a clean shutdown (SIGINT/SIGTERM: stop accepting, let in-flight requests
+finish for ``KILN_SHUTDOWN_TIMEOUT`` seconds, cancel queued compiles, stop the workers); 2 for
+bad settings or an unreadable token file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, TextIO
+
+__all__ = ["add_parser", "run"]
+
+# flag dest -> environment variable
+_FLAGS: dict[str, str] = {
+    "host": "KILN_HOST",
+    "port": "KILN_PORT",
+    "cache_dir": "KILN_CACHE_DIR",
+    "cache_max_bytes": "KILN_CACHE_MAX_BYTES",
+    "redis_url": "KILN_REDIS_URL",
+    "workers": "KILN_WORKERS",
+    "prepare_workers": "KILN_PREPARE_WORKERS",
+    "compile_timeout": "KILN_COMPILE_TIMEOUT",
+    "max_request_bytes": "KILN_MAX_REQUEST_BYTES",
+    "max_queue": "KILN_MAX_QUEUE",
+    "tokens_file": "KILN_TOKENS_FILE",
+    "http_workers": "KILN_HTTP_WORKERS",
+    "worker_memory_bytes": "KILN_WORKER_MEMORY_BYTES",
+    "shutdown_timeout": "KILN_SHUTDOWN_TIMEOUT",
+    "log_level": "KILN_LOG_LEVEL",
+}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="run the HTTP daemon (REST API of shared/API.md)",
+        description="Run the Kiln daemon. Every flag also reads a KILN_* variable; flags win.",
+    )
+    a = p.add_argument
+    a("--host", help="listen address (KILN_HOST, default 127.0.0.1)")
+    a("--port", type=int, help="listen port (KILN_PORT, default 8000)")
+    a("--cache-dir", help="disk cache directory (KILN_CACHE_DIR, default ~/.cache/kiln)")
+    a("--cache-max-bytes", type=int, help="disk cache bound, LRU-evicted (KILN_CACHE_MAX_BYTES)")
+    a("--redis-url", help="shared Redis cache behind the disk cache (KILN_REDIS_URL)")
+    a("--workers", type=int, help="compile worker processes in all (KILN_WORKERS, default: CPUs)")
+    a("--prepare-workers", type=int, help="graph import workers (KILN_PREPARE_WORKERS, default 1)")
+    a("--compile-timeout", type=float, help="per-target compile timeout, s (KILN_COMPILE_TIMEOUT)")
+    a("--max-request-bytes", type=int, help="largest request body (KILN_MAX_REQUEST_BYTES)")
+    a("--max-queue", type=int, help="compile jobs that may wait for a worker (KILN_MAX_QUEUE)")
+    a("--tokens-file", help="bearer tokens, one per line (KILN_TOKENS_FILE; or KILN_TOKENS)")
+    a("--http-workers", type=int, help="uvicorn worker processes (KILN_HTTP_WORKERS, default 1)")
+    a("--worker-memory-bytes", type=int, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
+    a("--shutdown-timeout", type=float, help="grace for in-flight requests, s (KILN_SHUTDOWN_TIMEOUT)")
+    a("--log-level", help="debug, info, warning, error (KILN_LOG_LEVEL)")
+    return p
+
+
+def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
+    from pydantic import ValidationError
+
+    for dest, var in _FLAGS.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            os.environ[var] = str(value)
+    from kiln.service.settings import Settings
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"kiln serve: invalid settings: {exc}", file=stderr)
+        return 2
+    try:
+        settings.token_set()
+    except OSError as exc:
+        print(f"kiln serve: cannot read the tokens file: {exc}", file=stderr)
+        return 2
+    return serve(settings)
+
+
+def serve(settings: Any) -> int:
+    """Run uvicorn until SIGINT/SIGTERM. Blocks."""
+    import uvicorn
+
+    from kiln.service.app import create_app
+    from kiln.service.logs import configure_logging
+
+    configure_logging(settings.log_level)
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_config": None,
+        "access_log": False,
+        "timeout_graceful_shutdown": int(settings.shutdown_timeout),
+        "server_header": False,
+        "proxy_headers": False,
+    }
+    if settings.http_workers > 1:
+        uvicorn.run(
+            "kiln.service.app:app_from_env",
+            factory=True,
+            workers=settings.http_workers,
+            **common,
+        )
+        return 0
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), **common))
+    server.run()
+    return 0 if server.started else 1

@@ -1,0 +1,78 @@
+"""``create_app(settings) -> FastAPI``: the Kiln daemon (routes of shared/API.md).
+
+Nothing is built at import time. The app's lifespan builds the process's ``Service`` (cache,
+worker pools), starts the workers and, on shutdown — after the server has stopped
+accepting and in-flight requests have had ``shutdown_timeout`` seconds — cancels queued compiles,
+gives running ones the pool's grace period and stops the workers.
+
+``app_from_env()`` is the factory the HTTP worker processes of ``kiln serve --http-workers N``
+call (settings from ``KILN_*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from kiln import __version__
+
+from .auth import TokenAuth
+from .errors import install_error_handlers
+from .logs import configure_logging
+from .metrics import Metrics
+from .middleware import KilnMiddleware
+from .routes import router
+from .service import Service
+from .settings import Settings
+
+__all__ = ["app_from_env", "create_app"]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The ASGI app. Raises OSError if ``settings.tokens_file`` is unreadable (it never starts
+    open by accident). The cache and worker pools are built when the server starts (lifespan),
+    in the process that serves."""
+    settings = settings or Settings()
+    auth = TokenAuth(settings.token_set())
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = Service(settings, metrics=metrics, auth=auth)
+        app.state.kiln = service
+        service.start()
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    app = FastAPI(
+        title="Kiln",
+        version=__version__,
+        summary="Tensor graphs in (ONNX, MLIR), IREE executables out.",
+        description=(
+            "Every error answers `{\"error\": {\"code\", \"message\", \"detail\"}}` "
+            "(schema ErrorEnvelope). With tokens configured every route but /healthz and "
+            "/readyz needs `Authorization: Bearer <token>`."
+        ),
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(router)
+    app.add_middleware(
+        KilnMiddleware,
+        auth=auth,
+        metrics=metrics,
+        max_request_bytes=settings.max_request_bytes,
+        access_log=settings.access_log,
+    )
+    return app
+
+
+def app_from_env() -> FastAPI:
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)

@@ -1,0 +1,152 @@
+"""Serving executables: ``GET``/``HEAD /v1/artifacts/{hex}``.
+
+Artifacts are immutable and content-addressed, so the answer for a digest never changes: it is
+sent with ``ETag: "<hex>"`` and ``Cache-Control: public, max-age=31536000, immutable``, and an
+``If-None-Match`` naming it is answered 304 without touching the disk.
+
+Where the bytes come from, fastest first:
+
+1. an in-memory copy (bounded LRU of blobs up to ``max_item`` bytes, ``max_bytes`` in all) made
+   from a *verified* read; before each use the cache file is ``stat``-ed: if it is gone (evicted)
+   or its (inode, size, mtime, ctime) changed, the copy is dropped and step 2 decides;
+2. the cache's verified blob path (``ArtifactCache.blob_path``: sha256 checked, memoized by stat
+   signature; a tiered cache first fetches the blob from Redis) — small blobs are read once and
+   kept, large ones are streamed with ``FileResponse`` (which uses the server's ``pathsend``
+   extension, i.e. zero-copy, where the ASGI server offers it).
+
+The ``hex`` is checked against ``^[0-9a-f]{64}$`` before any file system access: anything else
+(``../..``, ``%2e%2e``, upper case, a ``sha256:`` prefix) is 404 ``not_found`` and never becomes a
+path. A blob that is absent or fails verification is 404 ``not_found``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections import OrderedDict
+from pathlib import Path
+
+from starlette.background import BackgroundTask
+from starlette.responses import FileResponse, Response
+
+from kiln.cache import ArtifactCache
+from kiln.errors import NotFound
+
+from .metrics import Metrics
+
+__all__ = ["ArtifactServer", "MEDIA_TYPE"]
+
+MEDIA_TYPE = "application/x-iree-vmfb"
+CACHE_CONTROL = "public, max-age=31536000, immutable"
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+_Sig = tuple[int, int, int, int, int]
+
+
+def _sig(st: os.stat_result) -> _Sig:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class ArtifactServer:
+    """Answers artifact requests for one cache. Used from the event loop only (not thread-safe);
+    every disk access it makes is a ``stat`` or one read of a small blob."""
+
+    def __init__(
+        self, cache: ArtifactCache, metrics: Metrics, *, max_bytes: int, max_item: int
+    ) -> None:
+        self.cache = cache
+        self.metrics = metrics
+        self.max_bytes = max_bytes
+        self.max_item = min(max_item, max_bytes)
+        self._mem: OrderedDict[str, tuple[bytes, _Sig]] = OrderedDict()
+        self._mem_bytes = 0
+
+    def respond(self, hex_digest: str, *, head: bool, if_none_match: str | None) -> Response:
+        """The response for ``hex_digest``; raises ``NotFound``."""
+        if not _HEX.match(hex_digest):
+            raise NotFound("no such artifact: not a lowercase sha256 hex digest")
+        etag = f'"{hex_digest}"'
+        headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
+        if if_none_match is not None and _matches(if_none_match, etag) and self._exists(hex_digest):
+            return Response(status_code=304, headers=headers)
+        data = self._memory(hex_digest)
+        if data is None:
+            path = self.cache.blob_path(hex_digest)
+            if path is None:
+                raise NotFound(f"no artifact sha256:{hex_digest}", detail={"digest": hex_digest})
+            data = self._load(hex_digest, path)
+            if data is None:
+                size = path.stat().st_size if head else 0
+                if head:
+                    headers["Content-Length"] = str(size)
+                    return Response(status_code=200, headers=headers, media_type=MEDIA_TYPE)
+                resp = FileResponse(path, media_type=MEDIA_TYPE, headers=headers)
+                nbytes = int(resp.headers.get("content-length", "0"))
+                resp.background = BackgroundTask(self.metrics.bytes_served.inc, nbytes)
+                return resp
+        if head:
+            headers["Content-Length"] = str(len(data))
+            return Response(status_code=200, headers=headers, media_type=MEDIA_TYPE)
+        self.metrics.bytes_served.inc(len(data))
+        return Response(data, headers=headers, media_type=MEDIA_TYPE)
+
+    # -- memory tier -----------------------------------------------------------------------
+
+    def _blob_file(self, hex_digest: str) -> Path | None:
+        disk = self.cache.disk
+        return disk.blob_file(hex_digest) if disk is not None else None
+
+    def _exists(self, hex_digest: str) -> bool:
+        if hex_digest in self._mem:
+            return self._memory(hex_digest) is not None
+        return self.cache.blob_path(hex_digest) is not None
+
+    def _memory(self, hex_digest: str) -> bytes | None:
+        entry = self._mem.get(hex_digest)
+        if entry is None:
+            return None
+        data, sig = entry
+        f = self._blob_file(hex_digest)
+        try:
+            ok = f is not None and _sig(os.stat(f)) == sig
+        except OSError:
+            ok = False
+        if not ok:
+            self._drop(hex_digest)
+            return None
+        self._mem.move_to_end(hex_digest)
+        return data
+
+    def _load(self, hex_digest: str, path: Path) -> bytes | None:
+        """Read a verified blob into memory if it is small enough; None if not kept."""
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if st.st_size > self.max_item:
+                    return None
+                data = f.read()
+        except OSError:
+            return None
+        # Hash what was read (blob_path checked the file, but it may have been replaced since);
+        # later uses re-check the (inode, size, mtime, ctime) signature recorded here.
+        if len(data) != st.st_size or hashlib.sha256(data).hexdigest() != hex_digest:
+            return None
+        self._mem[hex_digest] = (data, _sig(st))
+        self._mem_bytes += len(data)
+        while self._mem_bytes > self.max_bytes and self._mem:
+            _, (old, _) = self._mem.popitem(last=False)
+            self._mem_bytes -= len(old)
+        return data
+
+    def _drop(self, hex_digest: str) -> None:
+        entry = self._mem.pop(hex_digest, None)
+        if entry is not None:
+            self._mem_bytes -= len(entry[0])
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    if if_none_match.strip() == "*":
+        return True
+    tags = (t.strip().removeprefix("W/") for t in if_none_match.split(","))
+    return etag in tags

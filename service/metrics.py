@@ -1,0 +1,99 @@
+"""Prometheus metrics of one app, in its own ``CollectorRegistry`` (never the global one, so that
+several apps in one process — tests — do not collide).
+
+    kiln_compiles_total{kind,outcome}       real compiler runs (outcome: ok, error, timeout)
+    kiln_compile_seconds{kind}              their wall time (histogram)
+    kiln_cache_requests_total{result}       cache lookups: hit | miss
+    kiln_cache_redis_errors_total           Redis failures the cache absorbed
+    kiln_cache_corrupt_total                corrupt entries found and removed
+    kiln_compile_queue_depth                compile jobs waiting for a worker
+    kiln_compiles_in_flight                 compile jobs running
+    kiln_prepare_queue_depth                graphs waiting for a prepare worker
+    kiln_requests_total{route,status}       HTTP requests answered
+    kiln_artifact_bytes_served_total        executable bytes sent by GET /v1/artifacts
+
+With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
+answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
+never raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.compiles = Counter(
+            "kiln_compiles", "Real compiler runs", ["kind", "outcome"], registry=r
+        )
+        self.compile_seconds = Histogram(
+            "kiln_compile_seconds", "Wall time of compiler runs", ["kind"],
+            buckets=_BUCKETS, registry=r,
+        )
+        self.cache_requests = Counter(
+            "kiln_cache_requests", "Cache lookups by result", ["result"], registry=r
+        )
+        for result in ("hit", "miss"):
+            self.cache_requests.labels(result)
+        self.redis_errors = Counter(
+            "kiln_cache_redis_errors", "Redis failures absorbed by the cache", registry=r
+        )
+        self.corrupt = Counter(
+            "kiln_cache_corrupt", "Corrupt cache entries found and removed", registry=r
+        )
+        self.requests = Counter(
+            "kiln_requests", "HTTP requests answered", ["route", "status"], registry=r
+        )
+        self.bytes_served = Counter(
+            "kiln_artifact_bytes_served", "Executable bytes sent", registry=r
+        )
+        self.queue_depth = Gauge(
+            "kiln_compile_queue_depth", "Compile jobs waiting for a worker", registry=r
+        )
+        self.in_flight = Gauge("kiln_compiles_in_flight", "Compile jobs running", registry=r)
+        self.prepare_queue_depth = Gauge(
+            "kiln_prepare_queue_depth", "Graphs waiting for a prepare worker", registry=r
+        )
+        info = Gauge("kiln_process_info", "The process answering", ["pid"], registry=r)
+        info.labels(str(os.getpid())).set(1)
+
+    def on_compile(self, kind: str, outcome: str, seconds: float) -> None:
+        """``Pipeline.on_compile`` hook; ``rejected`` (queue full) ran no compiler: not counted."""
+        if outcome == "rejected":
+            return
+        self.compiles.labels(kind, outcome).inc()
+        self.compile_seconds.labels(kind).observe(seconds)
+
+    def on_cache_event(self, event: str) -> None:
+        """``ArtifactCache.metrics_hook``."""
+        if event in ("hit", "miss"):
+            self.cache_requests.labels(event).inc()
+        elif event == "redis_error":
+            self.redis_errors.inc()
+        elif event == "corrupt":
+            self.corrupt.inc()
+
+    def track(
+        self,
+        *,
+        queue_depth: Callable[[], float],
+        in_flight: Callable[[], float],
+        prepare_queue_depth: Callable[[], float],
+    ) -> None:
+        """Gauges read live at scrape time."""
+        self.queue_depth.set_function(queue_depth)
+        self.in_flight.set_function(in_flight)
+        self.prepare_queue_depth.set_function(prepare_queue_depth)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

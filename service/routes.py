@@ -1,0 +1,207 @@
+"""The routes of shared/API.md. Handlers translate HTTP to calls on the app's ``Service`` and back;
+every failure is a ``KilnError`` that ``errors.py`` turns into the envelope.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from fastapi import APIRouter, Query, Request
+from pydantic import ValidationError
+from starlette.responses import Response
+
+from kiln.errors import InvalidRequest, KilnError
+
+from .errors import ERROR_RESPONSES
+from .limits import read_body
+from .logs import log_fields
+from .metrics import CONTENT_TYPE_LATEST
+from .service import Service
+from .types import CompileRequest, CompileResponse, TargetsResponse
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_RAW_DOC = (
+    "Send the graph either as JSON (`application/json`, CompileRequest) or as the raw request "
+    "body (`application/octet-stream`) with the query parameters `format`, `target` (repeat it) "
+    "and `option=key=value` (repeat it; values are strings, as in the JSON form)."
+)
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(
+        json.dumps(body, separators=(",", ":")).encode(),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
+def _service(request: Request) -> Service:
+    svc: Service = request.app.state.kiln
+    return svc
+
+
+@router.post(
+    "/v1/compile",
+    response_model=CompileResponse,
+    responses=ERROR_RESPONSES,
+    summary="Compile one graph for one or more targets",
+    description=_RAW_DOC,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": "#/components/schemas/CompileRequest"}
+                },
+                "application/octet-stream": {
+                    "schema": {"type": "string", "format": "binary"}
+                },
+            },
+        }
+    },
+)
+async def compile_graph(
+    request: Request,
+    format: Annotated[Literal["mlir", "onnx"] | None, Query()] = None,
+    target: Annotated[list[str] | None, Query()] = None,
+    option: Annotated[list[str] | None, Query(description="key=value")] = None,
+) -> Response:
+    svc = _service(request)
+    body = await read_body(request, limit=svc.settings.max_request_bytes)
+    ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if ctype == "application/octet-stream":
+        data, targets, options = body, list(target or []), _query_options(option or [])
+        fmt = format
+    elif ctype in ("application/json", ""):
+        if target or option or format:
+            raise InvalidRequest(
+                "query parameters go with a raw (application/octet-stream) body; "
+                "a JSON body carries graph, targets and options itself"
+            )
+        req = _parse_json(body)
+        data, targets, options, fmt = _graph_bytes(req), req.targets, req.options, req.graph.format
+    else:
+        raise InvalidRequest(
+            f"unsupported Content-Type {ctype[:64]!r}: use application/json or "
+            "application/octet-stream"
+        )
+    result = await svc.compiles.compile(
+        data, targets=targets, options=options, format=fmt, log_fields=log_fields(request.scope)
+    )
+    return _json(result)
+
+
+def _parse_json(body: bytes) -> CompileRequest:
+    try:
+        obj = json.loads(body)
+    except RecursionError:
+        raise InvalidRequest("the JSON body is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {str(exc)[:200]}") from None
+    try:
+        return CompileRequest.model_validate(obj)
+    except ValidationError as exc:
+        errors = [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_input=False)[:20]
+        ]
+        raise InvalidRequest("the request does not validate", detail={"errors": errors}) from None
+    except RecursionError:
+        raise InvalidRequest("the JSON body is nested too deeply") from None
+
+
+def _graph_bytes(req: CompileRequest) -> bytes:
+    g = req.graph
+    if g.encoding == "base64":
+        try:
+            return base64.b64decode("".join(g.data.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidRequest("graph.data is not valid base64") from None
+    try:
+        return g.data.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest("graph.data is not encodable as UTF-8 (lone surrogate)") from None
+
+
+def _query_options(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidRequest(f"option must be key=value, got {item[:64]!r}")
+        if key in out:
+            raise InvalidRequest(f"option {key[:64]!r} given twice")
+        out[key] = value
+    return out
+
+
+_ARTIFACT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/x-iree-vmfb": {}}, "description": "the executable"},
+    304: {"description": "If-None-Match matched (artifacts are immutable)"},
+    **ERROR_RESPONSES,
+}
+
+
+@router.get(
+    "/v1/artifacts/{hex}",
+    responses=_ARTIFACT_RESPONSES,
+    response_class=Response,
+    summary="An executable's bytes, by the hex sha256 of its bytes",
+)
+async def get_artifact(request: Request, hex: str) -> Response:  # noqa: A002 - API.md's name
+    svc = _service(request)
+    return svc.artifacts.respond(
+        hex,
+        head=request.method == "HEAD",
+        if_none_match=request.headers.get("if-none-match"),
+    )
+
+
+router.add_api_route(
+    "/v1/artifacts/{hex}",
+    get_artifact,
+    methods=["HEAD"],
+    responses=_ARTIFACT_RESPONSES,
+    response_class=Response,
+    summary="An executable's size and ETag, without its bytes",
+    operation_id="head_artifact",
+)
+
+
+@router.get("/v1/targets", response_model=TargetsResponse, responses=ERROR_RESPONSES)
+async def get_targets(request: Request) -> Response:
+    return Response(_service(request).targets_json(), media_type="application/json")
+
+
+@router.get("/healthz", summary="Alive (no auth)")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
+            responses={503: ERROR_RESPONSES[503]})
+async def readyz(request: Request) -> Response:
+    svc = _service(request)
+    checks = await anyio.to_thread.run_sync(svc.readiness)
+    failed = [k for k, v in checks.items() if v != "ok"]
+    if not failed:
+        return _json({"status": "ready", "checks": checks})
+    code = "cache_unavailable" if set(failed) <= {"cache", "redis"} else "internal"
+    err = KilnError(f"not ready: {', '.join(failed)}", detail={"checks": checks})
+    err.code = code
+    return Response(
+        json.dumps({"error": err.to_json()}).encode(), status_code=503,
+        media_type="application/json", headers={"Retry-After": "5"},
+    )
+
+
+@router.get("/metrics", response_class=Response, summary="Prometheus metrics")
+async def metrics(request: Request) -> Response:
+    return Response(_service(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,123 @@
+"""``Service``: everything one daemon process owns — cache, worker pools, metrics, auth — built
+from ``Settings`` and closed once. Built by ``create_app``'s lifespan in the process that serves
+(so each HTTP worker process has its own pools, all sharing one cache directory / Redis).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from typing import Any
+
+from kiln.cache import ArtifactCache, default_cache_dir, open_cache
+from kiln.pipeline import Pipeline
+from kiln.targets import describe_targets
+from kiln.targets.options import OPTIONS
+from kiln.targets.toolchain import compiler_identity, iree_compile_path
+from kiln.workers import WorkerPool, default_pool_size
+
+from .artifacts import ArtifactServer
+from .auth import TokenAuth
+from .compiles import CompileService
+from .metrics import Metrics
+from .settings import Settings
+
+__all__ = ["Service"]
+
+
+class Service:
+    def __init__(self, settings: Settings, *, metrics: Metrics, auth: TokenAuth) -> None:
+        s = self.settings = settings
+        self.metrics = metrics
+        self.auth = auth
+        self.cache_dir = s.cache_dir if s.cache_dir is not None else default_cache_dir()
+        self.cache: ArtifactCache = open_cache(
+            cache_dir=self.cache_dir,
+            redis_url=s.redis_url,
+            max_size=s.cache_max_bytes,
+            metrics_hook=metrics.on_cache_event,
+        )
+        total = s.workers or default_pool_size()
+        per_process = max(1, total // s.http_workers)
+        compile_pool = WorkerPool(
+            per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue
+        )
+        prepare_pool = WorkerPool(
+            s.prepare_workers, memory_limit=s.worker_memory_bytes, max_queue=s.max_prepare_queue
+        )
+        self.pipeline = Pipeline(
+            cache=self.cache, pool=compile_pool, compile_timeout=s.compile_timeout
+        )
+        self.pipeline.on_compile = metrics.on_compile
+        self.preparer = Pipeline(pool=prepare_pool, prepare_timeout=s.prepare_timeout)
+        self.compiles = CompileService(
+            cache=self.cache,
+            compile_pipeline=self.pipeline,
+            prepare_pipeline=self.preparer,
+            retry_after=s.retry_after,
+            memo_entries=s.hit_memo_entries,
+        )
+        self.artifacts = ArtifactServer(
+            self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item
+        )
+        metrics.track(
+            queue_depth=lambda: compile_pool.queue_depth,
+            in_flight=lambda: compile_pool.in_flight,
+            prepare_queue_depth=lambda: prepare_pool.queue_depth,
+        )
+        self._targets_json: bytes | None = None
+
+    def start(self) -> None:
+        """Start the worker processes (they load the compiler on their first job)."""
+        self.pipeline.pool.start()
+        self.preparer.pool.start()
+
+    def close(self) -> None:
+        """Cancel queued compiles, give running ones the pool's grace period (then kill them),
+        close the cache. Cache writes are atomic, so no partial entry is left behind."""
+        self.compiles.close()
+        self.cache.close()
+
+    def targets_json(self) -> bytes:
+        if self._targets_json is None:
+            self._targets_json = json.dumps(
+                {
+                    "compiler": compiler_identity().to_json(),
+                    "kinds": [k.to_json() for k in describe_targets()],
+                    "options": {k: list(v) for k, v in OPTIONS.items()},
+                },
+                separators=(",", ":"),
+            ).encode()
+        return self._targets_json
+
+    def readiness(self) -> dict[str, str]:
+        """Each check → "ok" or why not. Blocking (file system, Redis): call from a thread."""
+        checks: dict[str, str] = {}
+        try:
+            path = iree_compile_path()
+            checks["compiler"] = (
+                "ok" if os.access(path, os.X_OK) and compiler_identity().version != "unknown"
+                else f"{path} is not a usable iree-compile"
+            )
+        except Exception as exc:  # noqa: BLE001 - report, do not raise
+            checks["compiler"] = str(exc)
+        checks["workers"] = "ok" if not _closed(self.pipeline.pool) else "worker pool closed"
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".tmp-ready-")
+            os.close(fd)
+            os.unlink(tmp)
+            checks["cache"] = "ok"
+        except OSError as exc:
+            checks["cache"] = f"cache directory not writable: {exc.strerror or exc}"
+        if self.cache.redis is not None:
+            with contextlib.suppress(Exception):
+                checks["redis"] = "ok" if self.cache.redis.ping() else "unreachable"
+            checks.setdefault("redis", "unreachable")
+        return checks
+
+
+def _closed(pool: WorkerPool) -> bool:
+    closed: Any = getattr(pool, "_closed", False)
+    return bool(closed)

@@ -1,0 +1,77 @@
+"""The daemon's configuration: one ``Settings`` object, read from ``KILN_*`` environment variables.
+
+Every ``kiln serve`` flag has a field here and a variable ``KILN_<FIELD>`` (``--cache-dir`` is
+``KILN_CACHE_DIR``); ``kiln serve`` exports the flags it was given into the environment, so flags win
+and every HTTP worker process builds the same ``Settings``. Nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    """Validated daemon settings. Sizes are bytes, durations seconds."""
+
+    model_config = SettingsConfigDict(env_prefix="KILN_", extra="ignore", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    #: Disk cache directory; None = the user cache dir shared with ``kiln compile``.
+    cache_dir: Path | None = None
+    #: Bound of the disk cache (LRU-evicted past it); None = unbounded.
+    cache_max_bytes: int | None = Field(None, ge=0)
+    #: Redis for a cache shared by replicas (tiered: disk in front of Redis).
+    redis_url: str | None = None
+    #: Compile worker processes (all HTTP workers together); None = one per CPU.
+    workers: int | None = Field(None, ge=1)
+    #: Worker processes that import/parse graphs before the cache lookup; kept apart from the
+    #: compile workers so that cache hits stay fast while every compile worker is busy.
+    prepare_workers: int = Field(1, ge=1)
+    compile_timeout: float = Field(300.0, gt=0)
+    prepare_timeout: float = Field(120.0, gt=0)
+    #: Address-space cap of each worker process (RLIMIT_AS); a compile past it fails cleanly.
+    worker_memory_bytes: int = Field(8 << 30, ge=1 << 28)
+    max_request_bytes: int = Field(256 << 20, ge=1024)
+    #: Compile jobs allowed to wait for a busy worker (per HTTP worker); past it: 503 overloaded.
+    #: At least 1: the worker pool counts a job handed to an idle worker as waiting for an instant.
+    max_queue: int = Field(16, ge=1)
+    #: Requests allowed to wait for a prepare worker; past it: 503 overloaded.
+    max_prepare_queue: int = Field(64, ge=0)
+    #: Seconds a client is told to wait (Retry-After) when overloaded.
+    retry_after: int = Field(2, ge=1)
+    #: Bearer tokens, comma separated (``KILN_TOKENS=tok1,tok2``); empty = auth off.
+    tokens: str = ""
+    #: A file with one token per line (blank lines and ``#`` comments ignored).
+    tokens_file: Path | None = None
+    #: uvicorn worker processes (each with its own compile workers, sharing the cache).
+    http_workers: int = Field(1, ge=1)
+    #: Seconds in-flight requests get to finish on shutdown before they are cancelled.
+    shutdown_timeout: float = Field(30.0, ge=0)
+    #: Identical-request memo (request digest -> artifacts), entries; 0 disables the fast path.
+    hit_memo_entries: int = Field(4096, ge=0)
+    #: Verified artifact bytes kept in memory to answer GETs without disk I/O (total, per blob).
+    blob_memory_bytes: int = Field(128 << 20, ge=0)
+    blob_memory_max_item: int = Field(4 << 20, ge=0)
+    log_level: str = "info"
+    #: Log one JSON line per request (access log).
+    access_log: bool = True
+
+    def token_set(self) -> tuple[str, ...]:
+        """The configured tokens (``tokens`` plus ``tokens_file``); empty = auth off.
+
+        Raises OSError if ``tokens_file`` cannot be read (the daemon must not start open by
+        accident when its token file is missing).
+        """
+        toks = [t.strip() for t in self.tokens.split(",") if t.strip()]
+        if self.tokens_file is not None:
+            for line in self.tokens_file.read_text(encoding="utf-8").splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    toks.append(line)
+        return tuple(dict.fromkeys(toks))
