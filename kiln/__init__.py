@@ -29,15 +29,15 @@ from kiln.errors import (
 
 __version__ = "0.1.0"
 __all__ = [
-    "Client",
     "AsyncClient",
-    "Pipeline",
+    "Client",
     "CompileError",
     "CompileTimeout",
     "IntegrityError",
     "InvalidGraph",
     "InvalidRequest",
     "KilnError",
+    "Pipeline",
     "UnsupportedTarget",
     "load_vmfb",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LoadedModule", "load_vmfb", "driver_for_target"]
+__all__ = ["LoadedModule", "driver_for_target", "load_vmfb"]
 
 _DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip", "metal": "metal"}
 

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CompilerIdentity", "iree_compile_path", "compiler_identity", "llvm_cpu_catalog"]
+__all__ = ["CompilerIdentity", "compiler_identity", "iree_compile_path", "llvm_cpu_catalog"]
 
 
 @functools.cache
