@@ -39,7 +39,7 @@ def load_model(data: bytes, *, external_data_dir: str | None) -> onnx_t.ModelPro
     return model
 
 
-def _tensors(model: onnx_t.ModelProto):  # noqa: ANN202 - generator of TensorProto
+def _tensors(model: onnx_t.ModelProto):
     from onnx.external_data_helper import _get_all_tensors
 
     return _get_all_tensors(model)

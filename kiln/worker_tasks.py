@@ -41,10 +41,14 @@ def _context() -> Any:
 def prepare(
     *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None
 ) -> dict[str, Any]:
-    """Detect, import, verify and canonicalize a graph. Returns ``PreparedGraph`` fields."""
+    """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``).
+
+    Returns ``PreparedGraph`` fields, ``traits`` as a JSON object.
+    """
     from kiln.dialects import mlir as mlir_dialect
     from kiln.dialects import onnx as onnx_dialect
     from kiln.dialects.detect import detect_format, dialect_of
+    from kiln.dialects.traits import graph_traits
     from kiln.dialects.types import GraphFormat, InputDialect
     from kiln.lowering.canonical import canonicalize, digest_text
 
@@ -71,6 +75,7 @@ def prepare(
         module = mlir_dialect.parse_module(text, context=ctx)
         dialect = dialect_of(mlir_dialect.op_names(module))
     functions = mlir_dialect.public_functions(module)
+    traits = graph_traits(module)
     canonical = canonicalize(module)
     del module
     return {
@@ -79,6 +84,7 @@ def prepare(
         "input_format": fmt.value,
         "input_dialect": dialect.value,
         "functions": functions,
+        "traits": traits.to_json(),
     }
 
 

@@ -3,6 +3,9 @@
 A client never sends compiler flags: it sends options, each a key from ``OPTIONS`` with a value from
 that key's allow-list. Unknown keys and values outside the allow-list raise ``InvalidRequest``.
 The normalized options (defaults dropped, keys sorted) are part of the cache key.
+
+``preset`` names a flag set from ``kiln.targets.presets``; its flags depend on the target kind and
+the graph, so they are added by the pipeline (``Pipeline.flags_for``), not by ``flags()`` here.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.errors import InvalidRequest
+from kiln.targets.presets import PRESETS
 
-__all__ = ["CompileOptions", "normalize_options", "OPTIONS"]
+__all__ = ["DEFAULTS", "OPTIONS", "CompileOptions", "normalize_options"]
 
 # key -> {allowed value -> flags}
 OPTIONS: dict[str, dict[Any, tuple[str, ...]]] = {
@@ -23,7 +27,12 @@ OPTIONS: dict[str, dict[Any, tuple[str, ...]]] = {
         "O2": ("--iree-opt-level=O2",),
         "O3": ("--iree-opt-level=O3",),
     },
+    # Flags come from kiln.targets.presets (per target kind and graph), added by the pipeline.
+    "preset": {name: () for name in PRESETS},
 }
+# Values equal to these are dropped when normalizing: asking for the default is not asking for
+# something else (same cache key as not asking).
+DEFAULTS: dict[str, Any] = {"preset": "default"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,10 @@ class CompileOptions:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.items)
+
+    @property
+    def preset(self) -> str:
+        return str(dict(self.items).get("preset", DEFAULTS["preset"]))
 
     def flags(self) -> tuple[str, ...]:
         out: list[str] = []
@@ -62,8 +75,13 @@ def normalize_options(options: Mapping[str, Any] | None) -> CompileOptions:
                 f"invalid value for option {key!r}: {str(value)[:64]!r}",
                 detail={"allowed": _allowed()},
             )
+        if DEFAULTS.get(key, _UNSET) == value and type(value) is type(DEFAULTS[key]):
+            continue
         items.append((key, value))
     return CompileOptions(tuple(sorted(items)))
+
+
+_UNSET = object()
 
 
 def _allowed() -> dict[str, list[Any]]:
