@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = ["add_parser", "run"]
@@ -60,6 +61,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--worker-memory-bytes", type=int, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
     a("--shutdown-timeout", type=float, help="grace for in-flight requests, s (KILN_SHUTDOWN_TIMEOUT)")
     a("--log-level", help="debug, info, warning, error (KILN_LOG_LEVEL)")
+    a("--print-nginx-config", action="store_true",
+      help="print an nginx config that serves artifacts from the cache and proxies the rest, "
+           "then exit (see docs/service.md)")
+    a("--front-port", type=int, default=8080, help="the nginx front's port (--print-nginx-config)")
     return p
 
 
@@ -82,6 +87,22 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     except OSError as exc:
         print(f"kiln serve: cannot read the tokens file: {exc}", file=stderr)
         return 2
+    if getattr(args, "print_nginx_config", False):
+        from kiln.cache.disk import default_cache_dir
+        from kiln.service.front import nginx_config
+
+        cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
+        print(
+            nginx_config(
+                cache_dir=cache_dir,
+                upstream=f"{settings.host}:{settings.port}",
+                listen=f"{settings.host}:{args.front_port}",
+                tokens=settings.token_set(),
+                max_request_bytes=settings.max_request_bytes,
+            ),
+            file=stdout,
+        )
+        return 0
     return serve(settings)
 
 

@@ -40,6 +40,8 @@ __all__ = ["ArtifactServer", "MEDIA_TYPE"]
 MEDIA_TYPE = "application/x-iree-vmfb"
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+_CACHE_CONTROL_B = CACHE_CONTROL.encode()
+_MEDIA_TYPE_B = MEDIA_TYPE.encode()
 
 _Sig = tuple[int, int, int, int, int]
 
@@ -90,6 +92,29 @@ class ArtifactServer:
             return Response(status_code=200, headers=headers, media_type=MEDIA_TYPE)
         self.metrics.bytes_served.inc(len(data))
         return Response(data, headers=headers, media_type=MEDIA_TYPE)
+
+    def fast(
+        self, hex_digest: str, *, head: bool, if_none_match: bytes | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """The raw ASGI answer when the blob is in the memory tier (the hot path: no routing, no
+        Response object); None when the full path (``respond``) must decide."""
+        if not _HEX.match(hex_digest):
+            return None
+        data = self._memory(hex_digest)
+        if data is None:
+            return None
+        etag = f'"{hex_digest}"'.encode()
+        headers = [(b"etag", etag), (b"cache-control", _CACHE_CONTROL_B)]
+        if if_none_match is not None and _matches(if_none_match.decode("latin-1"), etag.decode()):
+            return 304, headers, b""
+        headers += [
+            (b"content-type", _MEDIA_TYPE_B),
+            (b"content-length", str(len(data)).encode()),
+        ]
+        if head:
+            return 200, headers, b""
+        self.metrics.bytes_served.inc(len(data))
+        return 200, headers, data
 
     # -- memory tier -----------------------------------------------------------------------
 

@@ -79,6 +79,7 @@ class KilnMiddleware:
             await send(message)
 
         head = scope["method"] == "HEAD"
+        fast_template: str | None = None
         try:
             if self.auth.needed(scope["path"]) and not self.auth.allows(authz):
                 await send_error(
@@ -95,6 +96,14 @@ class KilnMiddleware:
                     ),
                     head=head,
                 )
+            elif (fast := self._fast_artifact(scope, head)) is not None:
+                # Hot path: an artifact already in the memory tier, answered without routing.
+                fast_template = "/v1/artifacts/{hex}"
+                code, headers, body = fast
+                await send_wrapped(
+                    {"type": "http.response.start", "status": code, "headers": headers}
+                )
+                await send_wrapped({"type": "http.response.body", "body": body})
             else:
                 await self.app(scope, receive, send_wrapped)
         except Exception:  # noqa: BLE001 - contain everything; the log has the traceback
@@ -104,10 +113,37 @@ class KilnMiddleware:
             status = status or 500
         finally:
             route = scope.get("route")
-            template = getattr(route, "path", None) or ("unmatched" if status == 404 else "-")
+            template = (
+                fast_template
+                or getattr(route, "path", None)
+                or ("unmatched" if status == 404 else "-")
+            )
             self.metrics.requests.labels(template, str(status)).inc()
             if self.access_log:
                 _log_access(scope, template, status, time.perf_counter() - t0, fields)
+
+
+    def _fast_artifact(
+        self, scope: Scope, head: bool
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        if scope["method"] not in ("GET", "HEAD"):
+            return None
+        path: str = scope["path"]
+        if not path.startswith(_ARTIFACTS) or len(path) != _ARTIFACT_PATH_LEN:
+            return None
+        app = scope.get("app")
+        service = getattr(getattr(app, "state", None), "kiln", None)
+        if service is None:
+            return None
+        inm = None
+        for k, v in scope["headers"]:
+            if k == b"if-none-match":
+                inm = v
+        return service.artifacts.fast(path[len(_ARTIFACTS) :], head=head, if_none_match=inm)
+
+
+_ARTIFACTS = "/v1/artifacts/"
+_ARTIFACT_PATH_LEN = len(_ARTIFACTS) + 64
 
 
 def _too_long(length: bytes, limit: int) -> bool:
