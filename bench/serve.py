@@ -97,6 +97,31 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
     return proc, url
 
 
+def front(root: Path, srv: object, url_path: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The generated nginx front (kiln serve --print-nginx-config), one worker like the static
+    nginx above, in front of the running daemon."""
+    from kiln.service.front import nginx_config
+
+    root.mkdir(parents=True, exist_ok=True)
+    for d in (root.parent, root):
+        d.chmod(0o755)
+    port = free_port()
+    conf = root / "nginx.conf"
+    conf.write_text(nginx_config(
+        cache_dir=srv.cache_dir, upstream=f"127.0.0.1:{srv.port}",  # type: ignore[attr-defined]
+        listen=f"127.0.0.1:{port}", pid_file=str(root / "nginx.pid"), worker_processes="1"))
+    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(root),
+                             "-c", str(conf), "-g", "daemon off;"])
+    url = f"http://127.0.0.1:{port}{url_path}"
+    for _ in range(100):
+        try:
+            if httpx.get(url).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    return proc, url
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--http-workers", type=int, default=1)
@@ -133,24 +158,30 @@ def main() -> int:
                      headers={"content-type": "application/json"}).json()["artifacts"][0]
         data = c.get(art["url"]).content
         ng, ng_url = nginx(root / "nginx", art["digest"].split(":")[1], data)
+        fr, fr_url = front(root / "front", srv, art["url"])
         try:
             for conns in (1, 32):
                 hit = wrk(srv.url + "/v1/compile", conns=conns, seconds=a.seconds, body=body)
                 get = wrk(srv.url + art["url"], conns=conns, seconds=a.seconds)
                 ngx = wrk(ng_url, conns=conns, seconds=a.seconds)
+                fro = wrk(fr_url, conns=conns, seconds=a.seconds)
                 for what, m in (("cache hit POST /v1/compile", hit),
-                                (f"artifact GET ({len(data)} B)", get), ("nginx static file", ngx)):
+                                (f"artifact GET ({len(data)} B)", get), ("nginx static file", ngx),
+                                ("artifact GET via the nginx front", fro)):
                     rows.append((f"{what}, {conns} conn",
                                  f"p50 {m['p50']:.2f} ms  p99 {m['p99']:.2f} ms  "
                                  f"{m['rps']:.0f} req/s" + (f"  non-2xx {m['errors']:.0f}"
                                                             if m["errors"] else "")))
                 rows.append((f"artifact GET / nginx throughput, {conns} conn",
                              f"{get['rps'] / ngx['rps']:.2f}x"))
+                rows.append((f"artifact GET via front / nginx throughput, {conns} conn",
+                             f"{fro['rps'] / ngx['rps']:.2f}x"))
                 rows.append((f"cache hit / nginx throughput, {conns} conn",
                              f"{hit['rps'] / ngx['rps']:.2f}x"))
         finally:
-            ng.terminate()
-            ng.wait(10)
+            for proc in (ng, fr):
+                proc.terminate()
+                proc.wait(10)
     print(f"# {platform.node()} {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}"
           f", {time.strftime('%Y-%m-%d')}, http_workers={a.http_workers}, workers={a.workers}")
     w = max(len(k) for k, _ in rows)
