@@ -1,0 +1,60 @@
+"""Two `kiln serve` replicas sharing one real redis-server (each with its own disk cache): what one
+compiled, the other serves without compiling; a cold stampede across both compiles once; Redis
+going away does not fail requests."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kiln.runtime import load_vmfb
+from tests.conftest_redis import RedisServer
+from tests.graphs import LINALG
+from tests.server import kiln_server
+
+
+def _req(i: int) -> dict[str, object]:
+    src = LINALG.replace("%zero = arith.constant 0.0", f"%zero = arith.constant {i}.25e-2")
+    return {"graph": {"format": "mlir", "encoding": "utf-8", "data": src}, "targets": ["cpu"]}
+
+
+def test_replicas_share_compiles_through_redis(redis_server: RedisServer, tmp_path: Path) -> None:
+    common = {"redis_url": redis_server.url, "workers": 1, "access_log": "false"}
+    with kiln_server(tmp_path / "a", **common) as a, kiln_server(tmp_path / "b", **common) as b:
+        ca, cb = a.client(), b.client()
+        first = ca.post("/v1/compile", json=_req(1)).json()["artifacts"][0]
+        assert first["cached"] is False
+        second = cb.post("/v1/compile", json=_req(1)).json()["artifacts"][0]
+        assert second["cached"] is True and second["digest"] == first["digest"]
+        assert b.metric("kiln_compiles_total", kind="cpu") == 0
+        data = cb.get(second["url"]).content
+        mod = load_vmfb(data, driver="local-task")
+        x, w, bias = np.ones((4, 8), np.float32), np.full((8, 3), 0.5, np.float32), np.zeros(3, np.float32)
+        # _req(1) sets the fill/relu constant to 0.0125: the matmul accumulates onto it.
+        np.testing.assert_allclose(mod.main(x, w, bias), np.full((4, 3), 4.0125, np.float32))
+
+        # A cold stampede across both replicas: one compile in all.
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            futs = [ex.submit((ca if i % 2 else cb).post, "/v1/compile", json=_req(2))
+                    for i in range(8)]
+            answers = [f.result().json()["artifacts"][0]["digest"] for f in futs]
+        assert len(set(answers)) == 1
+        total = a.metric("kiln_compiles_total", kind="cpu") + b.metric("kiln_compiles_total", kind="cpu")
+        assert total == 2  # request 1 (on a) + the stampede's single compile
+
+        # Redis down: requests still succeed (local tier + compiler).
+        redis_server.kill()
+        r = cb.post("/v1/compile", json=_req(3))
+        assert r.status_code == 200 and r.json()["artifacts"][0]["cached"] is False
+        assert cb.get("/healthz").status_code == 200
+        assert cb.get("/readyz").status_code == 503
+        redis_server.restart()
+        # Sharing resumes once the cache's back-off (1 s after a failure) has passed: b compiles a
+        # new graph, a gets it from Redis.
+        time.sleep(1.5)
+        cb.post("/v1/compile", json=_req(4))
+        shared = ca.post("/v1/compile", json=_req(4)).json()["artifacts"][0]
+        assert shared["cached"] is True
