@@ -4,9 +4,10 @@
 FROM python:3.11-slim-bookworm
 
 # The Debian packages bootstrap.sh would install (Vulkan loader + lavapipe for runtime checks,
-# redis-server for a single-box shared cache); installed here, as root, so bootstrap skips apt.
+# redis-server for a single-box shared cache, nginx-light for the artifact front); installed here,
+# as root, so bootstrap skips apt.
 RUN apt-get update -q \
- && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 redis-server \
+ && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 redis-server nginx-light \
  && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin kiln \
