@@ -154,8 +154,9 @@ class CompileError(KilnError):
             "signal": f.signal,
             "stderr_tail": f.stderr[-4000:],
             "hint": (
-                "reproduce with the command above; add --iree-hal-dump-executable-files-to=DIR "
-                "(or set KILN_KEEP_TEMPS=1 for kiln) to keep the intermediate files"
+                "reproduce with the command above (on the graph's canonical form, input.mlir); "
+                "set KILN_KEEP_TEMPS=DIR for kiln compile/serve to keep input.mlir, the command "
+                "and the executable intermediates under DIR"
             ),
         }
         super().__init__(message, detail=detail)

@@ -142,14 +142,38 @@ def compile_module(
     if module_attr:
         mlir = _with_module_attr(mlir, module_attr)
     source = mlir.encode("utf-8")
+    temps = _keep_temps(source, flags)
+    if temps is not None:
+        # Diagnostics only: dumps do not change the executable, so the key keeps its flags.
+        flags = [*flags, f"--iree-hal-dump-executable-files-to={temps}/executables"]
     t0 = time.perf_counter()
-    if engine == "session":
-        data, stderr = _compile_session(source, flags)
-    else:
-        data, stderr = _compile_cli(source, flags, timeout=timeout)
+    try:
+        if engine == "session":
+            data, stderr = _compile_session(source, flags)
+        else:
+            data, stderr = _compile_cli(source, flags, timeout=timeout)
+    except CompileError as exc:
+        if temps is not None and isinstance(exc.detail, dict):
+            exc.detail["temps"] = temps
+        raise
     seconds = time.perf_counter() - t0
     warnings = [str(d) for d in parse_diagnostics(stderr) if d.severity == "warning"]
     return {"data": data, "seconds": seconds, "warnings": warnings}
+
+
+def _keep_temps(source: bytes, flags: list[str]) -> str | None:
+    """With ``KILN_KEEP_TEMPS=DIR``: keep this job's input, command and the compiler's executable
+    intermediates in a fresh directory under DIR (named in the error's ``detail.temps``)."""
+    root = os.environ.get("KILN_KEEP_TEMPS")
+    if not root:
+        return None
+    os.makedirs(root, exist_ok=True)
+    d = tempfile.mkdtemp(prefix="kiln-compile-", dir=root)
+    with open(os.path.join(d, SOURCE_NAME), "wb") as f:
+        f.write(source)
+    with open(os.path.join(d, "command.txt"), "w") as f:
+        f.write(" ".join(cli_command(flags)) + "\n")
+    return d
 
 
 def cli_command(flags: list[str]) -> list[str]:

@@ -47,3 +47,20 @@ def test_memory_cap_is_a_clean_error() -> None:
             small.run("compile_module", {"mlir": BIG, "flags": CPU, "engine": "session"}, timeout=120)
         assert info.value.code == "compile_failed"
         assert "out of memory" in info.value.message
+
+
+def test_keep_temps_keeps_the_input_command_and_intermediates(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    keep = Path(str(tmp_path)) / "temps"
+    monkeypatch.setenv("KILN_KEEP_TEMPS", str(keep))
+    bad = 'func.func @main() {\n  "foo.bar"() : () -> ()\n  return\n}'
+    with WorkerPool(1) as p:  # started after the variable is set: workers inherit it
+        with pytest.raises(CompileError) as info:
+            p.run("compile_module", {"mlir": bad, "flags": CPU, "engine": "cli"}, timeout=120)
+    temps = Path(info.value.detail["temps"])
+    assert temps.parent == keep
+    assert (temps / "input.mlir").read_text() == bad
+    assert "--iree-llvmcpu-target-cpu=generic" in (temps / "command.txt").read_text()
