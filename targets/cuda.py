@@ -8,7 +8,7 @@ compiler, so only names in ``ARCHS`` are ever passed on.
 
 from __future__ import annotations
 
-from kiln.targets.registry import register_target, unsupported
+from kiln.targets.registry import pick_arch, register_target
 from kiln.targets.types import KindInfo, TargetSpec
 
 # Archs the 3.13 flag table accepts (verified by tests/test_targets_matrix.py).
@@ -83,12 +83,9 @@ class Cuda:
         )
 
     def resolve(self, parts: list[str]) -> TargetSpec:
-        if len(parts) > 1:
-            raise unsupported("cuda", "target", ":".join(parts), list(ARCHS))
-        arch = parts[0].lower() if parts and parts[0] else "sm_80"
-        arch = ALIASES.get(arch, arch)
-        if arch not in ARCHS:
-            raise unsupported("cuda", "arch", arch, list(ARCHS) + sorted(ALIASES))
+        arch = pick_arch(
+            "cuda", parts, archs=ARCHS, aliases=ALIASES, default="sm_80"
+        )
         if arch in ATTR_ARCHS:
             return TargetSpec(
                 target=f"cuda:{arch}",

@@ -3,7 +3,7 @@ embedded; no Xcode toolchain to build a .metallib)."""
 
 from __future__ import annotations
 
-from kiln.targets.registry import register_target, unsupported
+from kiln.targets.registry import pick_arch, register_target
 from kiln.targets.types import KindInfo, TargetSpec
 
 ARCHS = ("macos", "ios")
@@ -21,12 +21,9 @@ class Metal:
         )
 
     def resolve(self, parts: list[str]) -> TargetSpec:
-        if len(parts) > 1:
-            raise unsupported("metal", "target", ":".join(parts), list(ARCHS))
-        arch = parts[0].lower() if parts and parts[0] else "macos"
-        arch = ALIASES.get(arch, arch)
-        if arch not in ARCHS:
-            raise unsupported("metal", "platform", arch, list(ARCHS) + sorted(ALIASES))
+        arch = pick_arch(
+            "metal", parts, archs=ARCHS, aliases=ALIASES, default="macos", what="platform"
+        )
         return TargetSpec(
             target=f"metal:{arch}",
             kind="metal",

@@ -85,6 +85,25 @@ def describe_targets() -> list[KindInfo]:
     return [k.info() for k in kinds().values()]
 
 
+def pick_arch(
+    kind: str,
+    parts: list[str],
+    *,
+    archs: tuple[str, ...],
+    aliases: dict[str, str],
+    default: str,
+    what: str = "arch",
+) -> str:
+    """The normalized arch of a one-part target (``kind[:arch]``), or ``UnsupportedTarget``."""
+    if len(parts) > 1:
+        raise unsupported(kind, "target", ":".join(parts), list(archs))
+    arch = parts[0].lower() if parts and parts[0] else default
+    arch = aliases.get(arch, arch)
+    if arch not in archs:
+        raise unsupported(kind, what, arch, list(archs) + sorted(aliases))
+    return arch
+
+
 def unsupported(kind: str, what: str, value: str, valid: list[str]) -> UnsupportedTarget:
     return UnsupportedTarget(
         f"unsupported {kind} {what} {value!r}; valid: {', '.join(valid)}",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kiln.targets.registry import register_target, unsupported
+from kiln.targets.registry import pick_arch, register_target
 from kiln.targets.types import KindInfo, TargetSpec
 
 # IREE 3.13's ROCm table (gfx1030 and gfx940/941 are refused by the compiler: not listed).
@@ -46,12 +46,9 @@ class Rocm:
         )
 
     def resolve(self, parts: list[str]) -> TargetSpec:
-        if len(parts) > 1:
-            raise unsupported("rocm", "target", ":".join(parts), list(ARCHS))
-        arch = parts[0].lower() if parts and parts[0] else "gfx942"
-        arch = ALIASES.get(arch, arch)
-        if arch not in ARCHS:
-            raise unsupported("rocm", "arch", arch, list(ARCHS) + sorted(ALIASES))
+        arch = pick_arch(
+            "rocm", parts, archs=ARCHS, aliases=ALIASES, default="gfx942"
+        )
         return TargetSpec(
             target=f"rocm:{arch}",
             kind="rocm",

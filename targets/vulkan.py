@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kiln.targets.registry import register_target, unsupported
+from kiln.targets.registry import pick_arch, register_target
 from kiln.targets.types import KindInfo, TargetSpec
 
 # "generic" is Kiln's name for IREE's default profile (vp_android_baseline_2022, SPIR-V 1.3): it is
@@ -38,12 +38,9 @@ class Vulkan:
         )
 
     def resolve(self, parts: list[str]) -> TargetSpec:
-        if len(parts) > 1:
-            raise unsupported("vulkan", "target", ":".join(parts), list(ARCHS))
-        arch = parts[0].lower() if parts and parts[0] else "generic"
-        arch = ALIASES.get(arch, arch)
-        if arch not in ARCHS:
-            raise unsupported("vulkan", "arch", arch, list(ARCHS) + sorted(ALIASES))
+        arch = pick_arch(
+            "vulkan", parts, archs=ARCHS, aliases=ALIASES, default="generic"
+        )
         flags = ["--iree-hal-target-device=vulkan"]
         if arch != "generic":
             flags.append(f"--iree-vulkan-target={arch}")

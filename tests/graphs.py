@@ -88,6 +88,25 @@ def onnx_mlp(graph_name: str = "mlp") -> bytes:
     return model.SerializeToString()
 
 
+def onnx_external_data(location: str = "../../etc/passwd") -> bytes:
+    """An ONNX model whose initializer ``w`` claims its data lives in the file ``location``."""
+    from onnx import TensorProto, helper
+
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[t],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def onnx_mlp_reference(x: np.ndarray) -> np.ndarray:
     rng = np.random.default_rng(0)
     w = rng.standard_normal((8, 16)).astype(np.float32)

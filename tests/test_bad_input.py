@@ -8,7 +8,7 @@ import pytest
 
 from kiln.errors import CompileError, InvalidGraph, UnsupportedTarget
 from kiln.pipeline import Pipeline
-from tests.graphs import onnx_mlp
+from tests.graphs import onnx_external_data, onnx_mlp
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "iree-notes"
 ADD = b"func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }"
@@ -96,27 +96,11 @@ def test_garbage_and_truncated_onnx_are_invalid_graph(pipeline: Pipeline) -> Non
 
 
 def test_onnx_external_data_outside_is_refused(pipeline: Pipeline, tmp_path: Path) -> None:
-    import onnx
-    from onnx import TensorProto, helper
-
-    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
-    t.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", "../../etc/passwd"), ("offset", "0"), ("length", "16")):
-        e = t.external_data.add()
-        e.key, e.value = k, v
-    g = helper.make_graph(
-        [helper.make_node("Add", ["x", "w"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
-        initializer=[t],
-    )
-    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    data = onnx_external_data("../../etc/passwd")
     with pytest.raises(InvalidGraph, match="outside"):
         pipeline.compile(data, targets=["cpu"], external_data_dir=str(tmp_path))
     with pytest.raises(InvalidGraph, match="external"):
         pipeline.compile(data, targets=["cpu"])
-    assert onnx  # imported for the helper
 
 
 def test_graph_cannot_declare_its_own_targets(pipeline: Pipeline) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.graphs import onnx_mlp
+from tests.graphs import onnx_external_data, onnx_mlp
 from tests.server import KilnServer, kiln_server
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "iree-notes"
@@ -48,19 +48,7 @@ def _b64(data: bytes) -> str:
 
 
 def _onnx_external_outside() -> bytes:
-    from onnx import TensorProto, helper
-
-    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
-    t.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", "../../etc/passwd"), ("offset", "0"), ("length", "16")):
-        e = t.external_data.add()
-        e.key, e.value = k, v
-    g = helper.make_graph(
-        [helper.make_node("Add", ["x", "w"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], initializer=[t],
-    )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    return onnx_external_data("../../etc/passwd")
 
 
 def _mlir(text: str, targets: list[str] | None = None, **graph: Any) -> dict[str, Any]:
