@@ -124,7 +124,8 @@ def _shape(type_: ir.Type) -> list[int] | None:
     text = str(type_)
     m = _SHAPE_RE.search(text)
     if m:  # torch vtensor: [1,3,224,224]
-        return [int(d) if d.strip().lstrip("-").isdigit() else -1 for d in m.group(1).split(",") if d]
+        dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+        return [int(d) if d.lstrip("-").isdigit() else -1 for d in dims]
     if "<" in text and "x" in text:  # builtin tensor: tensor<1x224x224x3xf32>
         dims = text.split("<", 1)[1].split("x")[:-1]
         return [int(d) if d.isdigit() else -1 for d in dims]

@@ -46,7 +46,8 @@ class GraphTraits:
     def from_json(cls, data: dict[str, Any] | None) -> GraphTraits:
         if not data:
             return cls()
-        return cls(**{k: int(data.get(k, 0)) for k in ("conv", "depthwise_conv", "matmul", "attention")})
+        keys = ("conv", "depthwise_conv", "matmul", "attention")
+        return cls(**{k: int(data.get(k, 0)) for k in keys})
 
 
 @dataclass(frozen=True)

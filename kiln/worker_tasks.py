@@ -24,18 +24,18 @@ _DIAG_RE = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$"
 )
 
-_ctx = None
 STDERR_PATH: str | None = None  # set by the worker process at start (kiln.workers)
 
 
 def _context() -> Any:
-    """One MLIR context per worker process, with IREE's dialects (torch, stablehlo, tosa, ...)."""
-    global _ctx
-    if _ctx is None:
-        from iree.compiler import ir
+    """A fresh MLIR context (IREE's dialects: torch, stablehlo, tosa, ...) for one job (~10 ms).
 
-        _ctx = ir.Context()
-    return _ctx
+    Never reused across jobs: a context uniques resource blob names, so a second import of the
+    same ONNX model in a reused context would name its weights ``w_1`` instead of ``w`` and
+    change the graph digest."""
+    from iree.compiler import ir
+
+    return ir.Context()
 
 
 def prepare(

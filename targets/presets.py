@@ -11,17 +11,20 @@ are in ``docs/performance.md`` (``bench/executables.py`` re-measures them).
 Presets:
 
 - ``default``   — fastest measured. CPU: ``--iree-opt-level=O3`` + data tiling + ukernels +
-  aggressive fusion for graphs with matmuls or convolutions; convolutions additionally go to
-  channels-last (NHWC) and, if the graph has no depthwise convolution, im2col. Graphs with neither
-  keep IREE's own defaults (nothing to tile; the conformance suite measures those unchanged).
+  aggressive fusion for graphs with matmuls or softmax/attention (``model_class`` "dense"); a
+  graph with convolutions ("cnn") gets that plus channels-last (NHWC), data-tiled convolutions
+  (``conv-tiled``). Graphs with
+  neither keep IREE's own defaults (nothing to tile; the conformance suite measures those).
   CUDA/ROCm: ``O3`` and aggressive fusion as IREE's GPU guides recommend (ROCm adds the tuning
   specs shipped with the compiler). Vulkan/Metal: IREE's defaults.
 - ``baseline``  — no Kiln tuning: exactly the target's flags, what Kiln compiled before presets.
 - ``fast-compile`` — shortest compile: no const-eval, O0 (IREE's default level), no data tiling.
-- ``size``      — smallest executable: strip assertions, no constant-expression hoisting (hoisted
-  and data-tiled constants are stored padded/packed in the module), no data tiling.
-- ``conv-im2col`` / ``conv-direct`` (CPU) — the two convolution lowerings of ``default`` forced
-  either way; autotune tries them against ``default`` on the device at hand.
+- ``size``      — smallest executable measured: ``O3`` without data tiling or ukernels (packed,
+  padded constants and linked ukernel code make the module larger).
+- ``conv-tiled`` / ``conv-im2col`` / ``conv-direct`` (CPU) — the convolution lowering forced:
+  NHWC data-tiled convolutions (what ``default`` picks for a CNN), im2col + data-tiled matmuls,
+  or NHWC direct convolutions. For a graph without convolutions they equal ``default``.
+  Autotune tries them against ``default`` on the device at hand.
 
 Options given alongside a preset win over it flag by flag (``opt_level="O2"`` with any preset
 compiles at O2): the flags are merged by option name, the later value replacing the earlier.
@@ -29,7 +32,7 @@ compiles at O2): the flags are merged by option name, the later value replacing 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 __all__ = [
     "PRESETS",
@@ -44,6 +47,7 @@ PRESETS: tuple[str, ...] = (
     "baseline",
     "fast-compile",
     "size",
+    "conv-tiled",
     "conv-im2col",
     "conv-direct",
 )
@@ -61,8 +65,16 @@ _CHANNELS_LAST = (
     "builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",
 )
 _IM2COL = ("--iree-global-opt-use-im2col-for-convs",)
+# A list option: given once per value. The default set is {matmul, scaled_matmul}; convolutions
+# are IREE's experimental addition (data-tiled convolutions, no im2col buffer).
+_CONV_DATA_TILING = tuple(
+    f"--iree-dispatch-creation-experimental-set-data-tiling-ops={op}"
+    for op in ("matmul", "scaled_matmul", "convolution")
+)
 _FAST_COMPILE = ("--iree-opt-level=O0", "--iree-opt-const-eval=false")
-_SIZE = ("--iree-opt-strip-assertions", "--iree-opt-const-expr-hoisting=false")
+# Measured on the encoder: O3 alone gave the smallest module (weights dominate every size; data
+# tiling and ukernels add a little, strip-assertions/no-hoisting saved nothing).
+_SIZE = ("--iree-opt-level=O3",)
 
 # GPU recommendations from IREE's documentation (not measured here; no GPU in the measuring
 # session): iree.dev/reference/optimization-options (O3 for performance; IREE's default is O0),
@@ -83,18 +95,21 @@ def model_class(traits: Mapping[str, int] | None) -> str:
     return "other"
 
 
-def _cpu_default(traits: Mapping[str, int] | None, *, conv: str | None = None) -> tuple[str, ...]:
+def _cpu_default(traits: Mapping[str, int] | None, *, conv: str = "tiled") -> tuple[str, ...]:
     cls = model_class(traits)
     if cls == "other":
         return ()
     if cls == "dense":
         return _CPU_TUNED
-    t = traits or {}
-    if conv is None:
-        # Depthwise convolutions have no im2col form; measured, im2col of the pointwise and
-        # regular convolutions around them did not pay for itself in a depthwise network.
-        conv = "direct" if t.get("depthwise_conv", 0) > 0 else "im2col"
-    return _CHANNELS_LAST + (_IM2COL if conv == "im2col" else ()) + _CPU_TUNED
+    # Measured (docs/performance.md): channels-last + data-tiled convolutions beat im2col, direct
+    # NHWC and NCHW data-tiled convolutions on both the ResNet-style and the depthwise
+    # MobileNet-style network.
+    lowering = {
+        "tiled": _CHANNELS_LAST + _CONV_DATA_TILING,
+        "im2col": _IM2COL,
+        "direct": _CHANNELS_LAST,
+    }[conv]
+    return lowering + _CPU_TUNED
 
 
 def preset_flags(
@@ -115,10 +130,8 @@ def preset_flags(
     if preset == "size":
         return _SIZE
     if kind == "cpu":
-        if preset == "conv-im2col":
-            return _cpu_default(traits, conv="im2col")
-        if preset == "conv-direct":
-            return _cpu_default(traits, conv="direct")
+        if preset.startswith("conv-"):
+            return _cpu_default(traits, conv=preset.removeprefix("conv-"))
         return _cpu_default(traits)
     if kind == "cuda":
         return _GPU_TUNED
@@ -134,7 +147,7 @@ def autotune_presets(kind: str, traits: Mapping[str, int] | None = None) -> tupl
     """
     names = ["default", "baseline"]
     if kind == "cpu" and model_class(traits) == "cnn":
-        names += ["conv-im2col", "conv-direct"]
+        names += ["conv-tiled", "conv-im2col", "conv-direct"]
     seen: dict[tuple[str, ...], str] = {}
     for name in names:
         seen.setdefault(preset_flags(kind, name, traits=traits), name)
@@ -146,23 +159,24 @@ def _flag_name(flag: str) -> str:
 
 
 def merge_flags(*groups: Iterable[str]) -> tuple[str, ...]:
-    """Concatenate flag groups; a later flag with the same option name replaces an earlier one.
+    """Concatenate flag groups; a later group's option replaces every earlier flag of that name.
 
-    The replaced flag keeps its position (target flags stay first), so the result is stable
-    and every option appears once (``iree-compile`` rejects most options given twice).
+    The replacement takes the place of the first replaced flag (target flags stay first), and
+    within one group a name may repeat (list options such as the data-tiling op set). So every
+    option is set by exactly one group: ``iree-compile`` rejects most scalar options given twice.
     """
-    order: list[str] = []
-    value: dict[str, str] = {}
+    out: list[tuple[str, str]] = []
     for group in groups:
-        for flag in group:
-            name = _flag_name(flag)
-            if name not in value:
-                order.append(name)
-            value[name] = flag
-    return tuple(value[name] for name in order)
-
-
-def describe(kind: str) -> dict[str, Sequence[str]]:
-    """Preset name → flags for a graph with convolutions and matmuls (for docs and ``kiln targets``)."""
-    traits = {"conv": 1, "matmul": 1}
-    return {p: list(preset_flags(kind, p, traits=traits)) for p in PRESETS}
+        mine = [(_flag_name(f), f) for f in group]
+        names = {n for n, _ in mine}
+        merged: list[tuple[str, str]] = []
+        placed: set[str] = set()
+        for n, f in out:
+            if n not in names:
+                merged.append((n, f))
+            elif n not in placed:
+                merged.extend(x for x in mine if x[0] == n)
+                placed.add(n)
+        merged.extend(x for x in mine if x[0] not in placed)
+        out = merged
+    return tuple(f for _, f in out)

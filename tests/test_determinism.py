@@ -63,3 +63,11 @@ def test_engines_agree_byte_for_byte(pipeline: Pipeline) -> None:
         for engine in ("session", "cli")
     ]
     assert outs[0] == outs[1]
+
+
+def test_the_same_onnx_model_twice_has_one_digest(pipeline: Pipeline) -> None:
+    # Imported twice by the same warm worker: weight (resource) names must not be uniqued apart.
+    from tests.graphs import onnx_mlp
+
+    digests = {pipeline.prepare(onnx_mlp()).digest for _ in range(3)}
+    assert len(digests) == 1

@@ -1,0 +1,153 @@
+"""Presets and graph traits: allow-listed flag sets per target kind, chosen from the graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from kiln.errors import InvalidRequest
+from kiln.pipeline import Pipeline
+from kiln.targets import normalize_options, parse_target
+from kiln.targets.presets import PRESETS, autotune_presets, merge_flags, preset_flags
+from kiln.runtime import load_vmfb
+from tests.graphs import onnx_mlp, onnx_mlp_reference
+
+CPU = "cpu:x86_64:generic"
+CONV_ONLY = "--iree-dispatch-creation-experimental-set-data-tiling-ops=convolution"
+
+
+def onnx_cnn(*, depthwise: bool = False) -> bytes:
+    """conv3x3 (optionally depthwise) -> relu -> global average pool, NCHW 1x4x8x8."""
+    rng = np.random.default_rng(1)
+    group = 4 if depthwise else 1
+    w = rng.standard_normal((4, 4 // group, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=group),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+LINALG_CONV = """
+func.func @main(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<1x4x6x6xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%empty : tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %c = linalg.conv_2d_nchw_fchw
+      {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>)
+      outs(%fill : tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  return %c : tensor<1x4x6x6xf32>
+}
+"""
+
+
+def test_every_preset_is_an_allowed_option_value() -> None:
+    for name in PRESETS:
+        normalize_options({"preset": name})
+    with pytest.raises(InvalidRequest) as exc:
+        normalize_options({"preset": "turbo"})
+    assert exc.value.code == "invalid_request"
+    assert "default" in exc.value.detail["allowed"]["preset"]
+
+
+def test_asking_for_the_default_preset_is_the_same_request_as_not_asking() -> None:
+    assert normalize_options({"preset": "default"}) == normalize_options(None)
+    assert normalize_options({"preset": "size"}).preset == "size"
+
+
+def test_presets_only_emit_known_iree_flags() -> None:
+    for kind in ("cpu", "cuda", "rocm", "vulkan", "metal"):
+        for name in PRESETS:
+            for flag in preset_flags(kind, name, arch="gfx942", traits={"conv": 1, "matmul": 1}):
+                assert flag.startswith("--iree-"), flag
+
+
+def test_trait_based_choice_for_conv_and_matmul_graphs() -> None:
+    conv = preset_flags("cpu", "default", traits={"conv": 3, "matmul": 1})
+    dense = preset_flags("cpu", "default", traits={"matmul": 4, "attention": 2})
+    plain = preset_flags("cpu", "default", traits={})
+    assert CONV_ONLY in conv and "--iree-opt-data-tiling" in conv
+    assert CONV_ONLY not in dense and "--iree-opt-data-tiling" in dense
+    assert plain == ()  # nothing to tile: IREE's own defaults
+    assert autotune_presets("cpu", {"conv": 1})[0] == "default"
+    assert "conv-im2col" in autotune_presets("cpu", {"conv": 1})
+    assert "conv-im2col" not in autotune_presets("cpu", {"matmul": 1})
+
+
+def test_explicit_option_wins_over_the_preset_and_list_flags_survive() -> None:
+    with Pipeline(workers=1) as p:
+        spec = parse_target(CPU)
+        flags = p.flags_for(spec, normalize_options({"opt_level": "O1"}))
+        assert flags[: len(spec.flags)] == spec.flags
+    preset = preset_flags("cpu", "default", traits={"conv": 1})
+    merged = merge_flags(spec.flags, preset, ("--iree-opt-level=O1",))
+    assert [f for f in merged if f.startswith("--iree-opt-level")] == ["--iree-opt-level=O1"]
+    tiling = "--iree-dispatch-creation-experimental-set-data-tiling-ops="
+    assert sum(f.startswith(tiling) for f in merged) == 3
+
+
+def test_prepare_counts_convolutions_and_matmuls(pipeline: Pipeline) -> None:
+    cnn = pipeline.prepare(onnx_cnn())
+    dw = pipeline.prepare(onnx_cnn(depthwise=True))
+    mlp = pipeline.prepare(onnx_mlp())
+    assert (cnn.traits.conv, cnn.traits.depthwise_conv, cnn.traits.matmul) == (1, 0, 0)
+    assert (dw.traits.conv, dw.traits.depthwise_conv) == (1, 1)
+    assert (mlp.traits.conv, mlp.traits.matmul) == (0, 2)
+    spec = parse_target(CPU)
+    opts = normalize_options(None)
+    assert CONV_ONLY in pipeline.flags_for(spec, opts, graph=cnn)
+    assert CONV_ONLY not in pipeline.flags_for(spec, opts, graph=mlp)
+    assert "--iree-opt-data-tiling" in pipeline.flags_for(spec, opts, graph=mlp)
+
+
+def test_linalg_traits(pipeline: Pipeline) -> None:
+    from tests.graphs import LINALG
+
+    g = pipeline.prepare(LINALG.encode())
+    assert (g.traits.conv, g.traits.matmul) == (0, 1)
+
+
+def test_a_preset_change_changes_the_cache_key_and_the_executable_runs(tmp_path: Path) -> None:
+    from kiln.cache import open_cache
+
+    data = LINALG_CONV.encode()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
+    with open_cache(cache_dir=tmp_path / "c") as cache, Pipeline(workers=1, cache=cache) as p:
+        default = p.compile(data, targets=[CPU]).artifacts[0]
+        again = p.compile(data, targets=[CPU], options={"preset": "default"}).artifacts[0]
+        base = p.compile(data, targets=[CPU], options={"preset": "baseline"}).artifacts[0]
+        assert again.key == default.key and again.cached
+        assert base.key != default.key and not base.cached
+        assert CONV_ONLY in default.flags and CONV_ONLY not in base.flags
+        outs = [
+            load_vmfb(cache.read_blob(a.digest), driver="local-task")["main"](x, w)
+            for a in (default, base)
+        ]
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+
+
+def test_tuned_default_keeps_matmul_results_right(pipeline: Pipeline) -> None:
+    res = pipeline.compile(onnx_mlp(), targets=[CPU])
+    art = res.artifacts[0]
+    assert "--iree-opt-data-tiling" in art.flags
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    y = load_vmfb(art.data, driver="local-task")["mlp"](x)
+    np.testing.assert_allclose(y, onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
