@@ -383,15 +383,24 @@ class Client(_Base):
 
     def load(self, graph: GraphInput, device: str = "auto", *,
              options: dict[str, Any] | None = None,
-             candidates: Sequence[Candidate] | None = None) -> ClientModule:
+             candidates: Sequence[Candidate] | None = None,
+             autotune: bool = False) -> ClientModule:
         """Compile for the best target here and load it; on a compile or load failure fall back
         down the list (CPU last). ``candidates`` overrides the detected list. Raises ``LoadFailed``
-        when none works; graph, auth and integrity errors are raised at once (no fallback)."""
+        when none works; graph, auth and integrity errors are raised at once (no fallback).
+
+        ``autotune=True`` (without ``options``): compile a few allow-listed presets for the chosen
+        target, time them on this device, keep the fastest (the default preset is always a
+        candidate and wins ties), and remember the choice locally (kiln.autotune) so the next load
+        on this hardware uses it without tuning."""
         data, fmt = read_graph(graph)
         tried: list[tuple[str, KilnError]] = []
         for c in self._candidates(device, candidates):
             try:
-                blob, rec = self.artifact(data, c.target, options=options, format=fmt)
+                opts = options
+                if autotune and options is None:
+                    opts = self._tuned(data, c.target, fmt)
+                blob, rec = self.artifact(data, c.target, options=opts, format=fmt)
             except _FALLBACK as exc:
                 tried.append((c.target, exc))
                 continue
@@ -399,6 +408,15 @@ class Client(_Base):
             if mod is not None:
                 return mod
         raise _no_target(tried)
+
+    def _tuned(self, data: bytes, target: str, fmt: str | None) -> dict[str, Any]:
+        from kiln.autotune import tuned_options
+
+        def compile_with(opts: Any) -> bytes:
+            return self.artifact(data, target, options=dict(opts) or None, format=fmt)[0]
+
+        return tuned_options(data, target=target, compile=compile_with,
+                             cache_dir=self.cache.root / "tuning")
 
     def close(self) -> None:
         self._http.close()

@@ -1,7 +1,7 @@
 """pytest plugin: a real ``redis-server`` on a free loopback port, in the test's tmp_path.
 
 Register from ``tests/conftest.py`` with ``pytest_plugins = ["tests.conftest_redis"]`` (or run
-``pytest -p tests.conftest_redis``). Tests using ``redis_server`` are skipped when no
+``pytest -p tests.conftest_redis``). Tests using ``redis_server`` fail when no
 ``redis-server`` binary is on PATH (``apt-get install redis-server``).
 
 ``redis_server.kill()`` SIGKILLs it (no shutdown, no persistence: the data is gone, like a crashed
@@ -95,7 +95,7 @@ class RedisServer:
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server not on PATH (apt-get install redis-server)")
+        pytest.fail("redis-server not on PATH (scripts/bootstrap.sh installs it)")
     server = RedisServer(binary, tmp_path / "redis", free_port())
     server.start()
     try:

@@ -87,8 +87,8 @@ def test_compile_fetch_load_call_on_cpu(server: str, tmp_path: Path) -> None:
 
 @pytest.mark.vulkan
 def test_forced_vulkan_on_lavapipe(server: str, tmp_path: Path) -> None:
-    if not resolver.candidates("vulkan"):
-        pytest.skip("no Vulkan device")
+    # scripts/bootstrap.sh installs Mesa lavapipe: no Vulkan device here is a failure, not a skip.
+    assert resolver.candidates("vulkan"), "no Vulkan device (apt-get install mesa-vulkan-drivers)"
     args, want = _linalg_inputs()
     with Client(server, cache_dir=tmp_path) as c:
         mod = c.load(LINALG, device="vulkan")
@@ -146,3 +146,20 @@ def test_async_client_and_cli_server_mode(server: str, tmp_path: Path) -> None:
                "--server", server], stdout=out, stderr=err)
     assert rc == 0, err.getvalue()
     assert (tmp_path / "g.vmfb").read_bytes() == data and "cache hit" in out.getvalue()
+
+
+def test_load_with_autotune_tunes_once_then_reuses_the_choice(server: str, tmp_path: Path) -> None:
+    first = Forward()
+    with Client(server, cache_dir=tmp_path, transport=first) as c:
+        mod = c.load(onnx_mlp(), device="cpu", autotune=True)
+        np.testing.assert_allclose(mod.mlp(X), onnx_mlp_reference(X), rtol=1e-4, atol=1e-4)
+    compiles = [p for p in first.paths if p == "/v1/compile"]
+    assert len(compiles) >= 2, "autotune compiles the default and at least one other variant"
+    tuning = list((tmp_path / "tuning").glob("*.json"))
+    assert len(tuning) == 1
+
+    again = Forward()  # same hardware, same local cache: the stored choice, no request at all
+    with Client(server, cache_dir=tmp_path, transport=again) as c:
+        mod = c.load(onnx_mlp(), device="cpu", autotune=True)
+        np.testing.assert_allclose(mod.mlp(X), onnx_mlp_reference(X), rtol=1e-4, atol=1e-4)
+    assert again.paths == []
