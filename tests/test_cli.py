@@ -79,3 +79,19 @@ def test_targets_lists_kinds_and_the_compiler() -> None:
     assert kinds["cuda"]["aliases"]["a100"] == "sm_80"
     code, stdout, _ = run("targets", "--cpus", "x86_64")
     assert code == 0 and "znver3" in stdout.split()
+
+
+def test_onnx_with_external_weights_beside_it_compiles(tmp_path: Path) -> None:
+    import onnx
+
+    model = onnx.load_model_from_string(onnx_mlp())
+    onnx.save_model(model, str(tmp_path / "ext.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="ext.weights", size_threshold=0)
+    assert (tmp_path / "ext.weights").exists()
+    out = tmp_path / "ext.vmfb"
+    code, _, stderr = run("compile", str(tmp_path / "ext.onnx"), "-t", "cpu", "-o", str(out),
+                          "--no-cache")
+    assert code == 0, stderr
+    x = np.ones((4, 8), np.float32)
+    mod = load_vmfb(out.read_bytes(), driver="local-task")
+    np.testing.assert_allclose(mod["mlp"](x), onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
