@@ -81,6 +81,9 @@ def import_model(model: onnx_t.ModelProto, *, context: ir.Context) -> ir.Module:
     import onnx
     from iree.compiler.extras import onnx_importer
 
+    from kiln.dialects.onnx_fixes import fix_model
+
+    model, _ = fix_model(model)  # rewrites of forms IREE cannot lower; never raises
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception:  # noqa: BLE001 - shape inference is best effort (the importer needs less)

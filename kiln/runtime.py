@@ -69,7 +69,10 @@ class LoadedModule:
 
     def _to_device(self, a: np.ndarray) -> Any:
         rt = self._rt
-        a = np.ascontiguousarray(a)
+        # np.ascontiguousarray would turn a 0-d (scalar) input into shape (1,): keep the rank.
+        a = np.asarray(a)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")
         return rt.asdevicearray(self.device, a, memory_type=rt.MemoryType.DEVICE_LOCAL)
 
     def _to_host(self, value: Any) -> Any:

@@ -7,6 +7,7 @@ reaches the compiler unless a registered kind produced it from its allow-list.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -44,10 +45,22 @@ def register_target(kind: str) -> Callable[[type[K]], type[K]]:
     return deco
 
 
+_LOAD_LOCK = threading.Lock()
+_loaded = False
+
+
 def _load() -> None:
-    # Always import every kind (a no-op once imported): importing one kind module directly must
-    # not leave the registry holding only that kind.
-    from kiln.targets import cpu, cuda, metal, rocm, vulkan  # noqa: F401
+    # Import every kind once, under a lock: importing one kind module directly must not leave the
+    # registry holding only that kind, and concurrent first calls (daemon threads) must not see a
+    # half-filled registry.
+    global _loaded
+    if _loaded:
+        return
+    with _LOAD_LOCK:
+        if not _loaded:
+            from kiln.targets import cpu, cuda, metal, rocm, vulkan  # noqa: F401
+
+            _loaded = True
 
 
 def kinds() -> dict[str, TargetKind]:

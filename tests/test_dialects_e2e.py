@@ -74,3 +74,19 @@ def test_f64_is_kept_on_cpu(pipeline: Pipeline) -> None:
     out = mod.main(x)
     assert out.dtype == np.float64
     np.testing.assert_array_equal(out, x * x)
+
+
+def test_scalar_inputs_keep_their_rank(pipeline: Pipeline) -> None:
+    src = b"""
+    func.func @main(%a: tensor<f32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+      %e = tensor.empty() : tensor<3xf32>
+      %s = linalg.broadcast ins(%a : tensor<f32>) outs(%e : tensor<3xf32>) dimensions = [0]
+      %r = arith.mulf %s, %b : tensor<3xf32>
+      return %r : tensor<3xf32>
+    }"""
+    res = pipeline.compile(src, targets=["cpu", "vulkan"])
+    for art in res.artifacts:
+        assert art.data is not None
+        mod = load_vmfb(art.data, driver=DRIVER[art.target.split(":")[0]])
+        out = mod.main(np.float32(2.0), np.array([1, 2, 3], np.float32))
+        np.testing.assert_allclose(out, [2, 4, 6])

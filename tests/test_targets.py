@@ -81,3 +81,18 @@ def test_sm90_is_declared_in_the_module_not_by_flag() -> None:
     assert spec.flags == ()
     assert spec.module_attr is not None and 'arch = "sm_90"' in spec.module_attr
     assert "+ptx80" in spec.module_attr
+
+
+def test_registry_is_complete_under_concurrent_first_use() -> None:
+    import subprocess
+    import sys
+
+    # A fresh interpreter: 8 threads parse targets of every kind at once, first use included.
+    code = (
+        "import concurrent.futures as f\n"
+        "from kiln.targets import parse_target\n"
+        "ts = ['cpu', 'vulkan', 'cuda:sm_80', 'rocm:gfx942', 'metal'] * 8\n"
+        "with f.ThreadPoolExecutor(8) as ex: print(sorted({s.kind for s in ex.map(parse_target, ts)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['cpu', 'cuda', 'metal', 'rocm', 'vulkan']"
