@@ -72,7 +72,9 @@ def main() -> int:
                 prepared = pipes["session"].prepare(data)
                 for t in TARGETS:
                     spec = parse_target(t)
-                    flags = list(pipes["session"].flags_for(spec, normalize_options(None)))
+                    flags = list(
+                        pipes["session"].flags_for(spec, normalize_options(None), graph=prepared)
+                    )
                     times: dict[str, list[float]] = {"raw": [], "session": [], "cli": []}
                     for e in pipes:  # warm-up
                         pipes[e].compile_prepared(prepared, spec, normalize_options(None))
