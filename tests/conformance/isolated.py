@@ -49,18 +49,7 @@ _modules: dict[tuple[str, str], Any] = {}
 def _module(vmfb: bytes, driver: str) -> Any:
     from kiln.runtime import LoadedModule
 
-    class Module(LoadedModule):
-        # kiln.runtime's ``_to_device`` passes inputs through ``np.ascontiguousarray``, which turns
-        # a 0-d array into shape (1,): every graph with a scalar input then fails with "tensor
-        # shape rank mismatch". Keep the rank (reported; remove once kiln.runtime keeps it).
-        def _to_device(self, a: np.ndarray) -> Any:
-            rt = self._rt
-            a = np.asarray(a)
-            if not a.flags.c_contiguous:
-                a = a.copy(order="C")
-            return rt.asdevicearray(self.device, a, memory_type=rt.MemoryType.DEVICE_LOCAL)
-
-    return Module(vmfb, driver=driver)
+    return LoadedModule(vmfb, driver=driver)
 
 
 def execute(
