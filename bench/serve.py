@@ -86,15 +86,7 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 100000;
     location / {{ default_type application/x-iree-vmfb; etag on; }} }} }}
 """)
     (root / "tmp").mkdir(exist_ok=True)
-    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf)])
-    url = f"http://127.0.0.1:{port}/{name}"
-    for _ in range(100):
-        try:
-            if httpx.get(url).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    return proc, url
+    return _start_nginx(["-c", str(conf)], f"http://127.0.0.1:{port}/{name}")
 
 
 def front(root: Path, srv: object, url_path: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -110,9 +102,13 @@ def front(root: Path, srv: object, url_path: str) -> tuple[subprocess.Popen[byte
     conf.write_text(nginx_config(
         cache_dir=srv.cache_dir, upstream=f"127.0.0.1:{srv.port}",  # type: ignore[attr-defined]
         listen=f"127.0.0.1:{port}", pid_file=str(root / "nginx.pid"), worker_processes="1"))
-    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(root),
-                             "-c", str(conf), "-g", "daemon off;"])
-    url = f"http://127.0.0.1:{port}{url_path}"
+    return _start_nginx(["-p", str(root), "-c", str(conf), "-g", "daemon off;"],
+                        f"http://127.0.0.1:{port}{url_path}")
+
+
+def _start_nginx(args: list[str], url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start nginx with ``args`` and wait (5 s at most) until ``url`` answers 200."""
+    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", *args])
     for _ in range(100):
         try:
             if httpx.get(url).status_code == 200:
