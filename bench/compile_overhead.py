@@ -33,14 +33,9 @@ TARGETS = ["cpu", "vulkan"]
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from kiln.resolver import detect_cpu
+
+    model = detect_cpu().model_name or "unknown CPU"
     return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
 
 

@@ -97,14 +97,9 @@ def op_names() -> dict[str, str]:
 
 
 def machine() -> dict[str, str]:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from kiln.resolver import detect_cpu
+
+    cpu = detect_cpu().model_name or "unknown CPU"
     import onnx
 
     from kiln.targets.toolchain import compiler_identity

@@ -164,14 +164,9 @@ def _tuning_flags(flags: Sequence[str]) -> list[str]:
 
 
 def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from kiln.resolver import detect_cpu
+
+    cpu = detect_cpu().model_name or ""
     import onnxruntime as ort
     from importlib.metadata import version
 

@@ -284,15 +284,8 @@ def _device_name(driver: str) -> str:
     if driver.startswith("local"):
         from kiln.resolver import detect_cpu
 
-        model = ""
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-        return f"{model} | {detect_cpu().target} | {os.cpu_count()} cpus"
+        cpu = detect_cpu()
+        return f"{cpu.model_name} | {cpu.target} | {os.cpu_count()} cpus"
     try:
         import iree.runtime as rt
 

@@ -9,8 +9,6 @@ from typing import Any
 from kiln.errors import KilnError
 
 __all__ = [
-    "ConnectionFailed",
-    "LoadFailed",
     "RemoteArtifact",
     "RemoteCompileResult",
     "RemoteTargetError",
