@@ -3,9 +3,11 @@
 
 Each model is compiled THROUGH KILN (``Pipeline.compile``, no cache) for this machine's own CPU
 target (``kiln.resolver.detect_cpu().target``) with default options, run with ``iree.runtime``
-(local-task, its default thread count; ``--sync`` adds local-sync) and alternated call by call
-with onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy
-shared machine slows both alike.
+(local-task, its default thread count; ``--sync`` adds local-sync) and alternated with
+onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy shared
+machine slows both alike. Each round runs every engine in a block of its own (a 50 ms pause, one
+untimed call, then ``--block`` timed calls): onnxruntime's spinning threads must not steal the
+cores of the next engine (see ``_block``).
 Reported: median milliseconds of each, the median of the per-round ratios Kiln/ORT, and the max
 abs error of Kiln's output against onnxruntime's (pass = ``allclose(rtol=1e-3, atol=1e-4)``).
 
@@ -46,12 +48,34 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 RTOL, ATOL = 1e-3, 1e-4
 
 
+def _block(call: Any, *, block: int, settle: float) -> float:
+    """Median seconds of ``block`` calls, after a pause and one untimed call.
+
+    The pause matters: onnxruntime's intra-op threads spin-wait after a run, and while they spin
+    they take the cores from IREE's workers (measured: the encoder's executable ran 1.75× slower
+    right after an onnxruntime call than after a 50 ms pause). Measuring each engine in a block of
+    its own, after a pause, gives both their own defaults (spinning for onnxruntime) without
+    one stealing the other's cores. Blocks still alternate, so a busy machine slows both alike.
+    """
+    if settle > 0:
+        time.sleep(settle)
+    call()
+    out = []
+    for _ in range(block):
+        t0 = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
 def run(
     models: list[str],
     *,
     configs: dict[str, tuple[dict[str, Any], str]],
     repeats: int,
     target: str,
+    block: int = 5,
+    settle: float = 0.05,
 ) -> list[dict[str, Any]]:
     """``configs``: label → (compile options, iree.runtime driver)."""
     import onnxruntime as ort
@@ -91,15 +115,11 @@ def run(
                 print(f"{name} [{label}]: compiled in {info[label]['compile_s']:.1f}s, "
                       f"max err {info[label]['max_err']:.2e}", file=sys.stderr, flush=True)
             times: dict[str, list[float]] = {"ort": [], **{k: [] for k in fns}}
-            sess.run(None, feed)
+            calls: dict[str, Any] = {"ort": lambda: sess.run(None, feed)}
+            calls.update({label: (lambda fn=fn: fn(x)) for label, fn in fns.items()})
             for _ in range(repeats):
-                t0 = time.perf_counter()
-                sess.run(None, feed)
-                times["ort"].append(time.perf_counter() - t0)
-                for label, fn in fns.items():
-                    t0 = time.perf_counter()
-                    fn(x)
-                    times[label].append(time.perf_counter() - t0)
+                for label, call in calls.items():
+                    times[label].append(_block(call, block=block, settle=settle))
             ort_ms = statistics.median(times["ort"]) * 1e3
             for label in fns:
                 ratios = [a / b for a, b in zip(times[label], times["ort"], strict=True)]
@@ -190,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated names")
     ap.add_argument("--repeats", type=int, default=21, help="alternated rounds (median taken)")
+    ap.add_argument("--block", type=int, default=5, help="timed calls per engine per round")
+    ap.add_argument("--settle", type=float, default=0.05,
+                    help="seconds of pause before each block (0: the old call-by-call method)")
     ap.add_argument("--preset-baseline", action="store_true",
                     help="compile with preset=baseline (no Kiln tuning: the 'before' numbers)")
     ap.add_argument("--both", action="store_true", help="baseline and default, alternated together")
@@ -212,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     target = detect_cpu().target
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
-    rows = run(args.models.split(","), configs=configs, repeats=args.repeats, target=target)
+    rows = run(args.models.split(","), configs=configs, repeats=args.repeats, target=target,
+               block=args.block, settle=args.settle)
     out = table(rows)
     print(out)
     tuned = ""
@@ -230,11 +254,11 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"- {r['model']} {r['config']}: `{flags}`")
         record(
             f"Measured {started} on {mach}. Target `{target}` (the machine's own CPU, as the "
-            f"client SDK detects it). {args.repeats} rounds, each calling onnxruntime then every "
-            f"Kiln executable once, in one process; medians. The machine is shared: absolute "
-            f"times are inflated and noisy, the paired ratios are what to read; they move by up "
-            f"to 2× between runs minutes apart (five recorded runs and the conformance check "
-            f"of the new defaults are in docs/performance.md).\n\n{out}\n\n"
+            f"client SDK detects it). {args.repeats} rounds; in each, onnxruntime and then every "
+            f"Kiln executable run a block of {args.block} timed calls after a "
+            f"{args.settle * 1e3:.0f} ms pause and one untimed call, in one process; medians "
+            f"of the block medians, and the median of the per-round ratios. The machine is a "
+            f"2-vCPU VM whose speed moves between runs: read the paired ratios.\n\n{out}\n\n"
             f"Flags beyond the target's own, per model (chosen from graph traits, see "
             f"docs/performance.md):\n\n" + "\n".join(notes)
             + (f"\n\nAutotune (``kiln.autotune``) on this machine, then asked again:\n\n{tuned}"

@@ -197,6 +197,7 @@ class ArtifactCache:
             size=len(data),
             target=key.target,
             flags=key.flags,
+            rewrites=key.rewrites,
             compiler=CompilerInfo(self.compiler_name, key.compiler_version, key.compiler_hash),
             compile_seconds=float(built.compile_seconds),
             created=time.time(),

@@ -23,7 +23,7 @@ from typing import Any, TypeAlias, cast
 
 __all__ = ["KEY_VERSION", "CompileKey", "canonical_json", "normalize_digest", "sha256_hex"]
 
-KEY_VERSION = 1
+KEY_VERSION = 2
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 #: A frozen option value: a JSON scalar or a (nested) tuple of them.
@@ -95,6 +95,9 @@ class CompileKey:
     compiler_version: str
     compiler_hash: str
     key_version: int = KEY_VERSION
+    #: Kiln's own linalg rewrites (``kiln.lowering.layout``), applied between IREE's input
+    #: conversion and the rest of its pipeline; part of the key like the flags.
+    rewrites: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         opts = self.options
@@ -110,6 +113,9 @@ class CompileKey:
         if isinstance(self.flags, str):
             raise TypeError("flags must be a sequence of str, not one str")
         object.__setattr__(self, "flags", tuple(str(f) for f in self.flags))
+        if isinstance(self.rewrites, str):
+            raise TypeError("rewrites must be a sequence of str, not one str")
+        object.__setattr__(self, "rewrites", tuple(str(r) for r in self.rewrites))
         object.__setattr__(self, "graph_digest", normalize_digest(self.graph_digest))
         object.__setattr__(self, "compiler_hash", normalize_digest(self.compiler_hash))
         if not self.target or self.target != self.target.strip():
@@ -131,6 +137,7 @@ class CompileKey:
             "compiler_version": self.compiler_version,
             "compiler_hash": self.compiler_hash,
             "key_version": self.key_version,
+            "rewrites": list(self.rewrites),
         }
 
     @classmethod
@@ -143,6 +150,7 @@ class CompileKey:
             compiler_version=data["compiler_version"],
             compiler_hash=data["compiler_hash"],
             key_version=int(data.get("key_version", KEY_VERSION)),
+            rewrites=tuple(data.get("rewrites") or ()),
         )
 
     def canonical(self) -> bytes:

@@ -73,6 +73,7 @@ class ActionRecord:
     compile_seconds: float
     created: float
     warnings: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (see CompileKey.rewrites)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", normalize_digest(self.digest))
@@ -82,6 +83,7 @@ class ActionRecord:
             raise ValueError("negative size")
         object.__setattr__(self, "flags", tuple(self.flags))
         object.__setattr__(self, "warnings", tuple(self.warnings))
+        object.__setattr__(self, "rewrites", tuple(self.rewrites))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +96,7 @@ class ActionRecord:
             "compile_seconds": self.compile_seconds,
             "created": self.created,
             "warnings": list(self.warnings),
+            "rewrites": list(self.rewrites),
         }
 
     @classmethod
@@ -111,6 +114,7 @@ class ActionRecord:
                 compile_seconds=float(data["compile_seconds"]),
                 created=float(data["created"]),
                 warnings=tuple(str(w) for w in data.get("warnings", ())),
+                rewrites=tuple(str(r) for r in data.get("rewrites", ())),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed action record: {exc}") from exc

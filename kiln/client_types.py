@@ -31,6 +31,7 @@ class RemoteArtifact:
     url: str
     flags: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (see docs/performance.md)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RemoteArtifact:
@@ -44,6 +45,7 @@ class RemoteArtifact:
             url=str(d.get("url", "")),
             flags=tuple(d.get("flags") or ()),
             warnings=tuple(d.get("warnings") or ()),
+            rewrites=tuple(d.get("rewrites") or ()),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +58,7 @@ class RemoteArtifact:
             "compile_seconds": self.compile_seconds,
             "url": self.url,
             "flags": list(self.flags),
+            "rewrites": list(self.rewrites),
             "warnings": list(self.warnings),
         }
 

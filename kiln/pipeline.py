@@ -30,7 +30,7 @@ from kiln.errors import (
 )
 from kiln.targets import TargetSpec, normalize_options, parse_target
 from kiln.targets.options import CompileOptions
-from kiln.targets.presets import merge_flags, preset_flags
+from kiln.targets.presets import merge_flags, preset_flags, preset_rewrites
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
 from kiln.workers import WorkerPool
 
@@ -53,6 +53,7 @@ class Artifact:
     flags: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     data: bytes | None = field(default=None, repr=False, compare=False)
+    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (kiln.lowering.layout), if any
 
     @property
     def hex(self) -> str:
@@ -68,6 +69,7 @@ class Artifact:
             "compile_seconds": round(self.compile_seconds, 4),
             "url": f"/v1/artifacts/{self.hex}",
             "flags": list(self.flags),
+            "rewrites": list(self.rewrites),
             "warnings": list(self.warnings),
         }
 
@@ -189,10 +191,18 @@ class Pipeline:
         preset = preset_flags(spec.kind, options.preset, arch=spec.arch, traits=traits)
         return merge_flags(spec.flags, preset, options.flags())
 
+    def rewrites_for(
+        self, spec: TargetSpec, options: CompileOptions, *, graph: PreparedGraph | None = None
+    ) -> tuple[str, ...]:
+        """Kiln's linalg rewrites for this graph and target (``kiln.lowering.layout``)."""
+        traits = graph.traits.to_json() if graph is not None else None
+        return preset_rewrites(spec.kind, options.preset, traits=traits)
+
     def compile_prepared(
         self, graph: PreparedGraph, spec: TargetSpec, options: CompileOptions
     ) -> Artifact:
         flags = self.flags_for(spec, options, graph=graph)
+        rewrites = self.rewrites_for(spec, options, graph=graph)
         ident = self.compiler
 
         def build() -> tuple[bytes, float, list[str]]:
@@ -207,6 +217,7 @@ class Pipeline:
                         "module_attr": spec.module_attr,
                         "engine": self.engine,
                         "timeout": self.compile_timeout,
+                        "rewrites": list(rewrites),
                     },
                     timeout=self.compile_timeout + 5,
                     command_hint=_command(flags),
@@ -227,10 +238,11 @@ class Pipeline:
             data, seconds, warnings = build()
             digest = "sha256:" + hashlib.sha256(data).hexdigest()
             key = hashlib.sha256(
-                repr((graph.digest, spec.target, flags, ident.hash)).encode()
+                repr((graph.digest, spec.target, flags, rewrites, ident.hash)).encode()
             ).hexdigest()
             return Artifact(
-                spec.target, key, digest, len(data), False, seconds, flags, tuple(warnings), data
+                spec.target, key, digest, len(data), False, seconds, flags, tuple(warnings), data,
+                rewrites=rewrites,
             )
         from kiln.cache import Built
         from kiln.cache.key import CompileKey
@@ -242,6 +254,7 @@ class Pipeline:
             flags=flags,
             compiler_version=ident.version,
             compiler_hash=ident.hash,
+            rewrites=rewrites,
         )
 
         def built() -> Built:
@@ -259,6 +272,7 @@ class Pipeline:
             compile_seconds=rec.compile_seconds,
             flags=tuple(rec.flags),
             warnings=tuple(rec.warnings),
+            rewrites=tuple(rec.rewrites),
         )
 
     # -- the whole request -----------------------------------------------------------------

@@ -133,6 +133,7 @@ def compile_module(
     module_attr: str | None = None,
     engine: str = "session",
     timeout: float = 300.0,
+    rewrites: list[str] | None = None,
 ) -> dict[str, Any]:
     """Compile canonical MLIR text to a .vmfb. Returns ``{"data", "seconds", "warnings"}``.
 
@@ -149,9 +150,9 @@ def compile_module(
     t0 = time.perf_counter()
     try:
         if engine == "session":
-            data, stderr = _compile_session(source, flags)
+            data, stderr = _compile_session(source, flags, rewrites)
         else:
-            data, stderr = _compile_cli(source, flags, timeout=timeout)
+            data, stderr = _compile_cli(source, flags, timeout=timeout, rewrites=rewrites)
     except CompileError as exc:
         if temps is not None and isinstance(exc.detail, dict):
             exc.detail["temps"] = temps
@@ -182,7 +183,9 @@ def cli_command(flags: list[str]) -> list[str]:
     return [str(iree_compile_path()), *flags, SOURCE_NAME, "-o", "out.vmfb"]
 
 
-def _compile_session(source: bytes, flags: list[str]) -> tuple[bytes, str]:
+def _compile_session(
+    source: bytes, flags: list[str], rewrites: list[str] | None = None
+) -> tuple[bytes, str]:
     from iree.compiler.api import Output, Session, Source
 
     with _CapturedStderr() as cap:
@@ -191,17 +194,37 @@ def _compile_session(source: bytes, flags: list[str]) -> tuple[bytes, str]:
             session.set_flags(*flags)
         except ValueError:
             # A flag only the global command line knows: run the binary instead.
-            return _compile_cli(source, flags, timeout=None)
+            return _compile_cli(source, flags, timeout=None, rewrites=rewrites)
         inv = session.invocation()
         inv.enable_console_diagnostics()
         src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
-        ok = inv.parse_source(src) and inv.execute()
+        ok = inv.parse_source(src)
+        second = None
+        if ok and rewrites:
+            # Stop after IREE's input conversion, rewrite the linalg module in place (it lives in
+            # the session's context), and resume from there in a second invocation.
+            ok = _set_phase(inv, "to", "input") and inv.execute()
+            if ok:
+                from kiln.lowering.layout import apply_rewrites
+
+                module = inv.export_module()
+                apply_rewrites(module, rewrites)
+                second = session.invocation()
+                second.enable_console_diagnostics()
+                second.import_module(module)
+                ok = _set_phase(second, "from", "input") and second.execute()
+            final = second
+        else:
+            ok = ok and inv.execute()
+            final = inv
         data = b""
-        if ok:
+        if ok and final is not None:
             out = Output.open_membuffer()
-            inv.output_vm_bytecode(out)
+            final.output_vm_bytecode(out)
             data = bytes(out.map_memory())
             out.close()
+        if second is not None:
+            second.close()
         inv.close()
         src.close()
         session.close()
@@ -215,6 +238,23 @@ def _compile_session(source: bytes, flags: list[str]) -> tuple[bytes, str]:
             ),
         )
     return data, stderr
+
+
+def _set_phase(inv: Any, which: str, phase: str) -> bool:
+    """``--compile-to``/``--compile-from`` for one invocation (C API; not wrapped in Python)."""
+    from ctypes import c_char_p, c_void_p
+
+    from iree.compiler.api import ctypes_dl
+
+    fn = getattr(
+        ctypes_dl._dylib,
+        "ireeCompilerInvocationSetCompileToPhase"
+        if which == "to"
+        else "ireeCompilerInvocationSetCompileFromPhase",
+    )
+    fn.restype, fn.argtypes = None, [c_void_p, c_char_p]
+    fn(inv._inv_p, phase.encode())
+    return True
 
 
 class _CapturedStderr:
@@ -241,50 +281,94 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the compiler dies with its worker
 
 
-def _compile_cli(source: bytes, flags: list[str], *, timeout: float | None) -> tuple[bytes, str]:
+def _compile_cli(
+    source: bytes, flags: list[str], *, timeout: float | None, rewrites: list[str] | None = None
+) -> tuple[bytes, str]:
+    """Run the native ``iree-compile``; with ``rewrites``, in two runs around Kiln's rewrite:
+    ``--compile-to=input`` (bytecode), the rewrite in this process, then ``--compile-from=input``.
+    """
     from kiln.targets.toolchain import iree_compile_path
 
+    deadline = None if timeout is None else time.monotonic() + timeout
     with tempfile.TemporaryDirectory(prefix="kiln-compile-") as tmp:
         src = os.path.join(tmp, SOURCE_NAME)
         out = os.path.join(tmp, "out.vmfb")
         with open(src, "wb") as f:
             f.write(source)
-        cmd = [str(iree_compile_path()), *flags, SOURCE_NAME, "-o", "out.vmfb"]
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=tmp,
-                capture_output=True,
-                timeout=timeout,
-                preexec_fn=_die_with_parent,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise CompileTimeout(
-                f"iree-compile ran past its {timeout:g} s timeout and was killed",
-                failure=CompileFailure(command=cmd, signal="SIGKILL"),
-            ) from None
-        stderr = proc.stderr.decode("utf-8", "replace")
-        if proc.returncode != 0:
-            sig = None
-            if proc.returncode < 0:
-                try:
-                    sig = signal.Signals(-proc.returncode).name
-                except ValueError:
-                    sig = f"signal {-proc.returncode}"
-            diags = parse_diagnostics(stderr)
-            msg = _failure_message(stderr, diags)
-            if sig:
-                msg = f"iree-compile was killed by {sig}: " + msg
-            raise CompileError(
-                msg,
-                failure=CompileFailure(
-                    command=cmd,
-                    exit_code=proc.returncode,
-                    signal=sig,
-                    stderr=stderr,
-                    diagnostics=diags,
-                ),
-            )
+        exe = str(iree_compile_path())
+        stderr = ""
+        if rewrites:
+            stage = os.path.join(tmp, "stage")
+            os.mkdir(stage)
+            cmd = [exe, *flags, "--compile-to=input", "--emit-mlir-bytecode", SOURCE_NAME,
+                   "-o", os.path.join("stage", SOURCE_NAME)]
+            stderr += _run_cli(cmd, tmp, deadline, timeout)
+            with open(os.path.join(stage, SOURCE_NAME), "rb") as f:
+                staged = f.read()
+            with open(os.path.join(stage, SOURCE_NAME), "wb") as f:
+                f.write(_rewrite_bytecode(staged, rewrites))
+            cmd = [exe, *flags, "--compile-from=input", SOURCE_NAME, "-o", "../out.vmfb"]
+            stderr += _run_cli(cmd, stage, deadline, timeout)
+        else:
+            cmd = [exe, *flags, SOURCE_NAME, "-o", "out.vmfb"]
+            stderr += _run_cli(cmd, tmp, deadline, timeout)
         with open(out, "rb") as f:
             return f.read(), stderr
+
+
+def _rewrite_bytecode(data: bytes, rewrites: list[str]) -> bytes:
+    """Parse MLIR bytecode in a fresh context, apply Kiln's rewrites, write bytecode back."""
+    import io
+
+    from iree.compiler import ir
+
+    from kiln.lowering.layout import apply_rewrites
+
+    ctx = _context()
+    module = ir.Module.parse(data, context=ctx)
+    apply_rewrites(module, rewrites)
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def _run_cli(cmd: list[str], cwd: str, deadline: float | None, timeout: float | None) -> str:
+    """Run one ``iree-compile`` command; return its stderr or raise the failure as a CompileError."""
+    left = None if deadline is None else max(0.1, deadline - time.monotonic())
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=cwd,
+            capture_output=True,
+            timeout=left,
+            preexec_fn=_die_with_parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CompileTimeout(
+            f"iree-compile ran past its {timeout:g} s timeout and was killed",
+            failure=CompileFailure(command=cmd, signal="SIGKILL"),
+        ) from None
+    stderr = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        sig = None
+        if proc.returncode < 0:
+            try:
+                sig = signal.Signals(-proc.returncode).name
+            except ValueError:
+                sig = f"signal {-proc.returncode}"
+        diags = parse_diagnostics(stderr)
+        msg = _failure_message(stderr, diags)
+        if sig:
+            msg = f"iree-compile was killed by {sig}: " + msg
+        raise CompileError(
+            msg,
+            failure=CompileFailure(
+                command=cmd,
+                exit_code=proc.returncode,
+                signal=sig,
+                stderr=stderr,
+                diagnostics=diags,
+            ),
+        )
+    return stderr

@@ -224,6 +224,7 @@ class CompileService:
                     compile_seconds=rec.compile_seconds,
                     flags=tuple(rec.flags),
                     warnings=tuple(rec.warnings),
+                    rewrites=tuple(rec.rewrites),
                 ).to_json()
             )
         if fp in self._memo:

@@ -51,6 +51,11 @@ class ArtifactOut(BaseModel):
     compile_seconds: float
     url: str = Field(description="/v1/artifacts/<hex>")
     flags: list[str] = Field(description="the exact iree-compile flags used (provenance)")
+    rewrites: list[str] = Field(
+        default_factory=list,
+        description="Kiln's linalg rewrites applied between --compile-to=input and "
+        "--compile-from=input (kiln.lowering.layout); empty: the flags alone reproduce it",
+    )
     warnings: list[str]
 
 

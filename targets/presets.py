@@ -40,6 +40,7 @@ __all__ = [
     "merge_flags",
     "model_class",
     "preset_flags",
+    "preset_rewrites",
 ]
 
 PRESETS: tuple[str, ...] = (
@@ -86,8 +87,11 @@ _ROCM_SPEC_ARCHS = ("gfx942", "gfx950")
 
 
 def model_class(traits: Mapping[str, int] | None) -> str:
-    """``"cnn"`` (has convolutions), ``"dense"`` (matmuls, no convolution) or ``"other"``."""
+    """``"depthwise-cnn"`` (has depthwise convolutions), ``"cnn"`` (other convolutions),
+    ``"dense"`` (matmuls or attention, no convolution) or ``"other"``."""
     t = traits or {}
+    if t.get("depthwise_conv", 0) > 0:
+        return "depthwise-cnn"
     if t.get("conv", 0) > 0:
         return "cnn"
     if t.get("matmul", 0) > 0 or t.get("attention", 0) > 0:
@@ -95,15 +99,19 @@ def model_class(traits: Mapping[str, int] | None) -> str:
     return "other"
 
 
-def _cpu_default(traits: Mapping[str, int] | None, *, conv: str = "tiled") -> tuple[str, ...]:
+def _cpu_default(traits: Mapping[str, int] | None, *, conv: str = "auto") -> tuple[str, ...]:
     cls = model_class(traits)
     if cls == "other":
         return ()
     if cls == "dense":
         return _CPU_TUNED
-    # Measured (docs/performance.md): channels-last + data-tiled convolutions beat im2col, direct
-    # NHWC and NCHW data-tiled convolutions on both the ResNet-style and the depthwise
-    # MobileNet-style network.
+    if conv == "auto":
+        # Measured (docs/performance.md): on a plain CNN (ResNet-style) channels-last +
+        # data-tiled convolutions beat im2col, direct NHWC and NCHW data-tiled convolutions; on a
+        # depthwise CNN (MobileNet-style, with the depthwise-nhwc rewrite) direct NHWC
+        # convolutions win: data tiling packs every depthwise input (pack dispatches took a
+        # quarter of the time).
+        conv = "direct" if cls == "depthwise-cnn" else "tiled"
     lowering = {
         "tiled": _CHANNELS_LAST + _CONV_DATA_TILING,
         "im2col": _IM2COL,
@@ -140,17 +148,42 @@ def preset_flags(
     return ()  # vulkan, metal: IREE's defaults (no measured or documented better set)
 
 
+def preset_rewrites(
+    kind: str, preset: str, *, traits: Mapping[str, int] | None = None
+) -> tuple[str, ...]:
+    """Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``) a preset adds for a graph.
+
+    CPU ``default``, ``conv-tiled`` and ``conv-direct`` on a graph with depthwise convolutions: ``depthwise-nhwc``
+    (channels-first depthwise convolutions run channels-last; 3.5x faster MobileNet, see
+    docs/performance.md). ``baseline``, ``fast-compile`` and ``size`` add none, nor do GPU
+    targets (not measured there).
+    """
+    if preset not in PRESETS:
+        raise KeyError(preset)
+    # conv-im2col keeps the channels-first depthwise form: IREE 3.13's im2col path fails to
+    # compile a channels-last depthwise convolution ("failed to run translation").
+    if kind != "cpu" or preset in ("baseline", "fast-compile", "size", "conv-im2col"):
+        return ()
+    if (traits or {}).get("depthwise_conv", 0) > 0:
+        return ("depthwise-nhwc",)
+    return ()
+
+
 def autotune_presets(kind: str, traits: Mapping[str, int] | None = None) -> tuple[str, ...]:
     """The presets worth timing for a graph on ``kind``, ``"default"`` first, no duplicates.
 
     Only presets whose flags differ for this graph are listed (``conv-*`` only for a CNN).
     """
     names = ["default", "baseline"]
-    if kind == "cpu" and model_class(traits) == "cnn":
+    if kind == "cpu" and model_class(traits) in ("cnn", "depthwise-cnn"):
         names += ["conv-tiled", "conv-im2col", "conv-direct"]
-    seen: dict[tuple[str, ...], str] = {}
+    seen: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
     for name in names:
-        seen.setdefault(preset_flags(kind, name, traits=traits), name)
+        plan = (
+            preset_flags(kind, name, traits=traits),
+            preset_rewrites(kind, name, traits=traits),
+        )
+        seen.setdefault(plan, name)
     return tuple(seen.values())
 
 

@@ -37,6 +37,7 @@ def base(**changes: object) -> CompileKey:
         ("compiler_version", "3.13.1"),
         ("compiler_hash", H2),
         ("key_version", KEY_VERSION + 1),
+        ("rewrites", ("depthwise-nhwc",)),
     ],
 )
 def test_each_field_changes_the_key(field: str, value: object) -> None:
@@ -47,7 +48,7 @@ def test_each_field_changes_the_key(field: str, value: object) -> None:
 
 def test_every_field_is_covered_by_the_parametrized_test() -> None:
     tested = {"graph_digest", "target", "options", "flags", "compiler_version", "compiler_hash",
-              "key_version"}  # fmt: skip
+              "key_version", "rewrites"}  # fmt: skip
     assert {f.name for f in dataclasses.fields(CompileKey)} == tested
 
 

@@ -151,3 +151,130 @@ def test_tuned_default_keeps_matmul_results_right(pipeline: Pipeline) -> None:
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     y = load_vmfb(art.data, driver="local-task")["mlp"](x)
     np.testing.assert_allclose(y, onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
+
+
+# -- depthwise convolutions: Kiln's channels-last rewrite ----------------------------------------
+
+
+def onnx_separable(batch: int = 2) -> tuple[bytes, onnx.ModelProto]:
+    """A MobileNet-style block: 1x1 expand, depthwise 3x3 (stride 1), Clip, depthwise 3x3
+    (stride 2, no padding on one side), 1x1 project. NCHW, batch 2, odd spatial size."""
+    rng = np.random.default_rng(3)
+    cin, hidden, cout = 3, 12, 5
+
+    def t(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.5).astype(np.float32)
+
+    inits = {
+        "w1": t(hidden, cin, 1, 1), "b1": t(hidden),
+        "dw1": t(hidden, 1, 3, 3), "db1": t(hidden),
+        "dw2": t(hidden, 1, 3, 3), "db2": t(hidden),
+        "w2": t(cout, hidden, 1, 1), "b2": t(cout),
+        "lo": np.array(0.0, np.float32), "hi": np.array(6.0, np.float32),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["e"]),
+        helper.make_node("Conv", ["e", "dw1", "db1"], ["d1"], pads=[1, 1, 1, 1], group=hidden),
+        helper.make_node("Clip", ["d1", "lo", "hi"], ["r1"]),
+        helper.make_node(
+            "Conv", ["r1", "dw2", "db2"], ["d2"], pads=[0, 0, 1, 1], strides=[2, 2], group=hidden
+        ),
+        helper.make_node("Conv", ["d2", "w2", "b2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "separable",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, cin, 11, 11])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, cout, 5, 5])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString(), model
+
+
+def test_preset_rewrites_only_for_cpu_depthwise_graphs() -> None:
+    from kiln.targets.presets import model_class, preset_rewrites
+
+    dw = {"conv": 3, "depthwise_conv": 1}
+    assert model_class(dw) == "depthwise-cnn"
+    assert preset_rewrites("cpu", "default", traits=dw) == ("depthwise-nhwc",)
+    assert preset_rewrites("cpu", "conv-direct", traits=dw) == ("depthwise-nhwc",)
+    for preset in ("baseline", "fast-compile", "size", "conv-im2col"):
+        assert preset_rewrites("cpu", preset, traits=dw) == ()
+    assert preset_rewrites("cpu", "default", traits={"conv": 3}) == ()
+    for kind in ("cuda", "rocm", "vulkan", "metal"):
+        assert preset_rewrites(kind, "default", traits=dw) == ()
+    # A depthwise CNN compiles its convolutions direct (channels-last, no conv data tiling);
+    # a plain CNN keeps data-tiled convolutions.
+    assert CONV_ONLY not in preset_flags("cpu", "default", traits=dw)
+    assert CONV_ONLY in preset_flags("cpu", "default", traits={"conv": 3})
+    with pytest.raises(KeyError):
+        preset_rewrites("cpu", "turbo")
+
+
+def test_depthwise_rewrite_on_linalg() -> None:
+    from iree.compiler import ir
+
+    from kiln.lowering.layout import apply_rewrites
+
+    static = """
+    func.func @f(%x: tensor<2x8x9x9xf32>, %w: tensor<8x3x3xf32>, %o: tensor<2x8x4x4xf32>)
+        -> tensor<2x8x4x4xf32> {
+      %r = linalg.depthwise_conv_2d_nchw_chw
+          {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+          ins(%x, %w : tensor<2x8x9x9xf32>, tensor<8x3x3xf32>)
+          outs(%o : tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+      return %r : tensor<2x8x4x4xf32>
+    }"""
+    dynamic = static.replace("tensor<2x8x9x9xf32>", "tensor<?x8x9x9xf32>").replace(
+        "tensor<2x8x4x4xf32>", "tensor<?x8x4x4xf32>"
+    )
+    ctx = ir.Context()
+    m = ir.Module.parse(static, context=ctx)
+    assert apply_rewrites(m, ["depthwise-nhwc"]) == 1
+    m.operation.verify()
+    text = str(m)
+    assert "depthwise_conv_2d_nchw_chw" not in text
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" in text and "strides = dense<2>" in text
+    d = ir.Module.parse(dynamic, context=ctx)
+    assert apply_rewrites(d, ["depthwise-nhwc"]) == 0  # dynamic shapes are left alone
+    assert "depthwise_conv_2d_nchw_chw" in str(d)
+
+
+@pytest.mark.parametrize("engine", ["session", "cli"])
+def test_depthwise_graph_runs_channels_last_and_matches_the_reference(
+    engine: str, tmp_path: Path
+) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    from kiln.cache import open_cache
+
+    data, model = onnx_separable()
+    x = np.random.default_rng(4).standard_normal((2, 3, 11, 11)).astype(np.float32)
+    ref = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    with open_cache(cache_dir=tmp_path / "c") as cache, Pipeline(
+        workers=1, cache=cache, engine=engine
+    ) as p:
+        tuned = p.compile(data, targets=[CPU]).artifacts[0]
+        base = p.compile(data, targets=[CPU], options={"preset": "baseline"}).artifacts[0]
+        again = p.compile(data, targets=[CPU]).artifacts[0]
+        assert tuned.rewrites == ("depthwise-nhwc",) and base.rewrites == ()
+        assert tuned.key != base.key
+        assert again.cached and again.rewrites == ("depthwise-nhwc",)
+        assert tuned.to_json()["rewrites"] == ["depthwise-nhwc"]
+        for art in (tuned, base):
+            y = load_vmfb(cache.read_blob(art.digest), driver="local-task")["separable"](x)
+            np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_both_engines_build_the_same_bytes_with_the_rewrite() -> None:
+    data, _ = onnx_separable(batch=1)
+    digests = []
+    for engine in ("session", "cli"):
+        with Pipeline(workers=1, engine=engine) as p:
+            art = p.compile(data, targets=[CPU]).artifacts[0]
+            assert art.rewrites == ("depthwise-nhwc",)
+            digests.append(art.digest)
+    assert digests[0] == digests[1]
