@@ -10,10 +10,12 @@ are in ``docs/performance.md`` (``bench/executables.py`` re-measures them).
 
 Presets:
 
-- ``default``   — fastest measured. CPU: ``--iree-opt-level=O3`` + data tiling + ukernels +
-  aggressive fusion for graphs with matmuls or softmax/attention (``model_class`` "dense"); a
-  graph with convolutions ("cnn") gets that plus channels-last (NHWC), data-tiled convolutions
-  (``conv-tiled``). Graphs with
+- ``default``   — fastest measured. CPU: ``--iree-opt-level=O3`` + data tiling + the mmt4d
+  ukernel, without transpose propagation, for graphs with matmuls or softmax/attention
+  (``model_class`` "dense"); a graph with convolutions ("cnn") gets O3 + data tiling + all
+  ukernels + aggressive fusion, channels-last (NHWC) and data-tiled convolutions
+  (``conv-tiled``); one with depthwise convolutions ("depthwise-cnn") gets direct channels-last
+  convolutions (``conv-direct``) and Kiln's ``depthwise-nhwc`` rewrite. Graphs with
   neither keep IREE's own defaults (nothing to tile; the conformance suite measures those).
   CUDA/ROCm: ``O3`` and aggressive fusion as IREE's GPU guides recommend (ROCm adds the tuning
   specs shipped with the compiler). Vulkan/Metal: IREE's defaults.
@@ -61,6 +63,17 @@ _CPU_TUNED = (
     "--iree-llvmcpu-enable-ukernels=all",
     "--iree-dispatch-creation-enable-aggressive-fusion",
 )
+# Dense graphs (transformers, MLPs). Measured on the encoder (docs/performance.md): with IREE's
+# transpose propagation the head split/merge transposes are folded into the Q/K/V projections,
+# which then become 3-D "matmul_like" generics that data tiling skips (no mmt4d, 1/3.5 of the
+# speed); without it every projection is a data-tiled mmt4d (0.71x the time of the CNN set).
+# Aggressive fusion and the non-mmt4d ukernels measured within noise here and are left out.
+_CPU_DENSE = (
+    "--iree-opt-level=O3",
+    "--iree-opt-data-tiling",
+    "--iree-llvmcpu-enable-ukernels=mmt4d",
+    "--iree-global-opt-propagate-transposes=false",
+)
 _CHANNELS_LAST = (
     "--iree-preprocessing-pass-pipeline="
     "builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",
@@ -104,7 +117,7 @@ def _cpu_default(traits: Mapping[str, int] | None, *, conv: str = "auto") -> tup
     if cls == "other":
         return ()
     if cls == "dense":
-        return _CPU_TUNED
+        return _CPU_DENSE
     if conv == "auto":
         # Measured (docs/performance.md): on a plain CNN (ResNet-style) channels-last +
         # data-tiled convolutions beat im2col, direct NHWC and NCHW data-tiled convolutions; on a
