@@ -203,6 +203,9 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, T
                         flags = {
                             c: tuple(pipeline.flags_for(parse_target(KILN_TARGETS[c]),
                                                         normalize_options(None), graph=graph))
+                            + tuple(f"kiln:rewrite={w}" for w in pipeline.rewrites_for(
+                                parse_target(KILN_TARGETS[c]), normalize_options(None),
+                                graph=graph))
                             for c in KILN_COLUMNS
                         }
                     except KilnError:

@@ -138,7 +138,9 @@ def run_kiln(
             child, test, art.data, driver=DRIVERS[kind], function=res.functions[0],
             digest=res.graph_digest,
         )
-        out[c] = TargetResult(r.outcome, r.detail, r.graph_digest, tuple(art.flags))
+        # Kiln's own rewrites are recorded with the flags: a result holds only for both.
+        used = tuple(art.flags) + tuple(f"kiln:rewrite={w}" for w in art.rewrites)
+        out[c] = TargetResult(r.outcome, r.detail, r.graph_digest, used)
     return out
 
 
