@@ -143,7 +143,7 @@ def compile_module(
     if module_attr:
         mlir = _with_module_attr(mlir, module_attr)
     source = mlir.encode("utf-8")
-    temps = _keep_temps(source, flags)
+    temps = _keep_temps(source, flags, rewrites or [])
     if temps is not None:
         # Diagnostics only: dumps do not change the executable, so the key keeps its flags.
         flags = [*flags, f"--iree-hal-dump-executable-files-to={temps}/executables"]
@@ -162,7 +162,7 @@ def compile_module(
     return {"data": data, "seconds": seconds, "warnings": warnings}
 
 
-def _keep_temps(source: bytes, flags: list[str]) -> str | None:
+def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | None:
     """With ``KILN_KEEP_TEMPS=DIR``: keep this job's input, command and the compiler's executable
     intermediates in a fresh directory under DIR (named in the error's ``detail.temps``)."""
     root = os.environ.get("KILN_KEEP_TEMPS")
@@ -173,7 +173,15 @@ def _keep_temps(source: bytes, flags: list[str]) -> str | None:
     with open(os.path.join(d, SOURCE_NAME), "wb") as f:
         f.write(source)
     with open(os.path.join(d, "command.txt"), "w") as f:
-        f.write(" ".join(cli_command(flags)) + "\n")
+        if rewrites:
+            cmd = cli_command(flags)
+            f.write(" ".join([*cmd[:-3], "--compile-to=input", "--emit-mlir-bytecode",
+                              SOURCE_NAME, "-o", "stage.mlirbc"]) + "\n")
+            f.write(f"# then kiln.lowering.layout.apply_rewrites(module, {rewrites!r})\n")
+            f.write(" ".join([*cmd[:-3], "--compile-from=input", "stage.mlirbc", "-o",
+                              "out.vmfb"]) + "\n")
+        else:
+            f.write(" ".join(cli_command(flags)) + "\n")
     return d
 
 
@@ -231,8 +239,11 @@ def _compile_session(
     stderr = cap.text
     if not ok:
         diags = parse_diagnostics(stderr)
+        msg = _failure_message(stderr, diags)
+        if rewrites:
+            msg += f" (compiled in two phases around Kiln's rewrites {', '.join(rewrites)})"
         raise CompileError(
-            _failure_message(stderr, diags),
+            msg,
             failure=CompileFailure(
                 command=cli_command(flags), exit_code=1, stderr=stderr, diagnostics=diags
             ),
