@@ -278,3 +278,64 @@ def test_both_engines_build_the_same_bytes_with_the_rewrite() -> None:
             assert art.rewrites == ("depthwise-nhwc",)
             digests.append(art.digest)
     assert digests[0] == digests[1]
+
+
+# Depthwise convolutions arriving in other dialects: torch (NCHW, rewritten) and TOSA (NHWC
+# already: the rewrite finds nothing to do), checked against numpy.
+TORCH_DW = """
+func.func @main(%x: !torch.vtensor<[2,6,9,9],f32>, %w: !torch.vtensor<[6,1,3,3],f32>) -> !torch.vtensor<[2,6,5,5],f32> {
+  %none = torch.constant.none
+  %false = torch.constant.bool false
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int6 = torch.constant.int 6
+  %stride = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %pad = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %dil = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %opad = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %r = torch.aten.convolution %x, %w, %none, %stride, %pad, %dil, %false, %opad, %int6 : !torch.vtensor<[2,6,9,9],f32>, !torch.vtensor<[6,1,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,6,5,5],f32>
+  return %r : !torch.vtensor<[2,6,5,5],f32>
+}
+"""
+TOSA_DW = """
+func.func @main(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8x1xf32>) -> tensor<1x8x8x8xf32> {
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<8xf32>}> : () -> tensor<8xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %r = "tosa.depthwise_conv2d"(%x, %w, %b, %zp, %zp) <{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>}> : (tensor<1x10x10x8xf32>, tensor<3x3x8x1xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x8xf32>
+  return %r : tensor<1x8x8x8xf32>
+}
+"""
+
+
+
+def _depthwise_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """NCHW depthwise 3x3: x [N,C,H,W], w [C,3,3]."""
+    n, c, h, wd = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - 3) // stride + 1, (wd + 2 * pad - 3) // stride + 1
+    out = np.zeros((n, c, oh, ow), np.float64)
+    for i in range(3):
+        for j in range(3):
+            win = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            out += win * w[None, :, i, j, None, None]
+    return out.astype(np.float32)
+
+
+@pytest.mark.parametrize("dialect", ["torch", "tosa"])
+def test_depthwise_in_other_dialects_matches_numpy(pipeline: Pipeline, dialect: str) -> None:
+    rng = np.random.default_rng(5)
+    if dialect == "torch":
+        src, x, w = TORCH_DW, rng.standard_normal((2, 6, 9, 9)), rng.standard_normal((6, 1, 3, 3))
+        ref = _depthwise_ref(x, w[:, 0], 2, 1)
+    else:
+        src, x, w = TOSA_DW, rng.standard_normal((1, 10, 10, 8)), rng.standard_normal((3, 3, 8, 1))
+        nchw = _depthwise_ref(x.transpose(0, 3, 1, 2), w[:, :, :, 0].transpose(2, 0, 1), 1, 0)
+        ref = nchw.transpose(0, 2, 3, 1)
+    x, w = x.astype(np.float32), w.astype(np.float32)
+    res = pipeline.compile(src.encode(), targets=[CPU])
+    assert not res.errors, res.errors
+    art = res.artifacts[0]
+    assert art.rewrites == ("depthwise-nhwc",)  # chosen from the traits, whatever the dialect
+    y = load_vmfb(art.data, driver="local-task")["main"](x, w)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
