@@ -7,7 +7,7 @@
     options = {opt_level = "O3"}      # optional, allow-listed compile options
 
 Output: ``DIR/<model>.<target>.vmfb`` per success plus ``DIR/manifest.json``:
-``{"artifacts": [{model, target, path, digest, key, cached, flags}], "errors": [{model, target,
+``{"artifacts": [{model, target, path, digest, key, cached, flags, rewrites}], "errors": [{model, target,
 error}]}`` in manifest order. Embedded (``kiln.pipeline`` with the disk cache) or remote
 (``Client``).
 
@@ -51,11 +51,12 @@ class BuildEntry:
     key: str
     cached: bool
     flags: tuple[str, ...]
+    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (docs/caching.md)
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "target": self.target, "path": self.path,
                 "digest": self.digest, "key": self.key, "cached": self.cached,
-                "flags": list(self.flags)}
+                "flags": list(self.flags), "rewrites": list(self.rewrites)}
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Backend(Protocol):
     """Compiles one model for its targets.
 
     ``compile`` returns ``(artifacts, errors)``, where artifacts are ``(target, digest, key,
-    cached, flags, data)`` and errors ``(target, KilnError)``; it raises only for failures of the
+    cached, flags, rewrites, data)`` and errors ``(target, KilnError)``; it raises only for failures of the
     whole model (its graph).
     """
 
@@ -169,10 +170,10 @@ def build(
             return [], [BuildError(m.name, t, err) for t in m.targets]
         except KilnError as exc:
             return [], [BuildError(m.name, t, exc) for t in m.targets]
-        for target, digest, key, cached, flags, blob in arts:
+        for target, digest, key, cached, flags, rewrites, blob in arts:
             rel = artifact_name(m.name, target)
             _write(out / rel, blob)
-            entries.append(BuildEntry(m.name, target, rel, digest, key, cached, flags))
+            entries.append(BuildEntry(m.name, target, rel, digest, key, cached, flags, rewrites))
         errors.extend(BuildError(m.name, t, e) for t, e in errs)
         return entries, errors
 
@@ -235,7 +236,8 @@ class EmbeddedBackend:
         arts = []
         for a in res.artifacts:
             blob = a.data if a.data is not None else self.cache.read_blob(a.digest)
-            arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags), blob))
+            arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags), tuple(a.rewrites),
+                         blob))
         errors += [(e.target, e.error) for e in res.errors]
         return arts, errors
 
@@ -269,6 +271,6 @@ class RemoteBackend:
         for res in results:
             for a in res.artifacts:
                 arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags),
-                             self.client.fetch(a.digest)))
+                             tuple(a.rewrites), self.client.fetch(a.digest)))
             errors += [(e.target, e.error) for e in res.errors]
         return arts, errors
