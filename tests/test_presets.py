@@ -204,8 +204,13 @@ def test_preset_rewrites_only_for_cpu_depthwise_graphs() -> None:
     for preset in ("baseline", "fast-compile", "size", "conv-im2col"):
         assert preset_rewrites("cpu", preset, traits=dw) == ()
     assert preset_rewrites("cpu", "default", traits={"conv": 3}) == ()
-    for kind in ("cuda", "rocm", "vulkan", "metal"):
+    for kind in ("cuda", "rocm", "metal"):
         assert preset_rewrites(kind, "default", traits=dw) == ()
+    # Vulkan: the rewrite is a correctness fix there (generic profile), for every tuned preset.
+    assert preset_rewrites("vulkan", "default", traits=dw) == ("depthwise-nhwc",)
+    assert preset_rewrites("vulkan", "size", traits=dw) == ("depthwise-nhwc",)
+    assert preset_rewrites("vulkan", "baseline", traits=dw) == ()
+    assert preset_rewrites("vulkan", "default", traits={"conv": 3}) == ()
     # A depthwise CNN compiles its convolutions direct (channels-last, no conv data tiling);
     # a plain CNN keeps data-tiled convolutions.
     assert CONV_ONLY not in preset_flags("cpu", "default", traits=dw)
