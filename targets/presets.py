@@ -179,8 +179,8 @@ def preset_rewrites(
       convolution for the generic Vulkan profile (wrong results on lavapipe, max error 2.66 on the
       test MobileNet); channels-last it is right, and 1.4x faster there.
 
-    ``baseline``, ``fast-compile`` and ``size`` add none on CPU, nor do CUDA, ROCm and Metal (not
-    measured there).
+    ``baseline``, ``fast-compile`` and ``size`` add none on CPU. CUDA does not get it: on an H200
+    it made the MobileNet 1.26x slower (bench/gpu.py). ROCm and Metal: not measured, none.
     """
     if preset not in PRESETS:
         raise KeyError(preset)
