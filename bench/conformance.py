@@ -127,6 +127,14 @@ def _reusable(result: dict[str, Any]) -> bool:
     return result.get("outcome") not in (None, Outcome.RUN_FAIL.value, Outcome.TIMEOUT.value)
 
 
+def _planned(pipeline: Pipeline, column: str, graph: Any) -> tuple[str, ...]:
+    """The flags a column compiles ``graph`` with, and Kiln's rewrites as ``kiln:rewrite=NAME``
+    entries: what ``run_kiln`` records, so a result holds only for both."""
+    spec, opts = parse_target(KILN_TARGETS[column]), normalize_options(None)
+    return tuple(pipeline.flags_for(spec, opts, graph=graph)) + tuple(
+        f"kiln:rewrite={w}" for w in pipeline.rewrites_for(spec, opts, graph=graph))
+
+
 def _reusable_kiln(prev: dict[str, Any] | None, digest: str,
                    flags: dict[str, tuple[str, ...]]) -> bool:
     """Same imported graph and the same compiler flags (which the CPU presets choose from the
@@ -200,14 +208,7 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, T
                     try:
                         graph = pipeline.prepare(test.model_bytes)
                         digest = graph.digest
-                        flags = {
-                            c: tuple(pipeline.flags_for(parse_target(KILN_TARGETS[c]),
-                                                        normalize_options(None), graph=graph))
-                            + tuple(f"kiln:rewrite={w}" for w in pipeline.rewrites_for(
-                                parse_target(KILN_TARGETS[c]), normalize_options(None),
-                                graph=graph))
-                            for c in KILN_COLUMNS
-                        }
+                        flags = {c: _planned(pipeline, c, graph) for c in KILN_COLUMNS}
                     except KilnError:
                         digest = ""
                 if _reusable_kiln(prev, digest, flags) or (test.unsupported and prev):

@@ -211,7 +211,8 @@ def _compile_session(
         if ok and rewrites:
             # Stop after IREE's input conversion, rewrite the linalg module in place (it lives in
             # the session's context), and resume from there in a second invocation.
-            ok = _set_phase(inv, "to", "input") and inv.execute()
+            _set_phase(inv, "to", "input")
+            ok = inv.execute()
             if ok:
                 from kiln.lowering.layout import apply_rewrites
 
@@ -220,7 +221,8 @@ def _compile_session(
                 second = session.invocation()
                 second.enable_console_diagnostics()
                 second.import_module(module)
-                ok = _set_phase(second, "from", "input") and second.execute()
+                _set_phase(second, "from", "input")
+                ok = second.execute()
             final = second
         else:
             ok = ok and inv.execute()
@@ -251,7 +253,7 @@ def _compile_session(
     return data, stderr
 
 
-def _set_phase(inv: Any, which: str, phase: str) -> bool:
+def _set_phase(inv: Any, which: str, phase: str) -> None:
     """``--compile-to``/``--compile-from`` for one invocation (C API; not wrapped in Python)."""
     from ctypes import c_char_p, c_void_p
 
@@ -265,7 +267,6 @@ def _set_phase(inv: Any, which: str, phase: str) -> bool:
     )
     fn.restype, fn.argtypes = None, [c_void_p, c_char_p]
     fn(inv._inv_p, phase.encode())
-    return True
 
 
 class _CapturedStderr:
