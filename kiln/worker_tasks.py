@@ -174,12 +174,17 @@ def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | N
         f.write(source)
     with open(os.path.join(d, "command.txt"), "w") as f:
         if rewrites:
-            cmd = cli_command(flags)
-            f.write(" ".join([*cmd[:-3], "--compile-to=input", "--emit-mlir-bytecode",
-                              SOURCE_NAME, "-o", "stage.mlirbc"]) + "\n")
-            f.write(f"# then kiln.lowering.layout.apply_rewrites(module, {rewrites!r})\n")
-            f.write(" ".join([*cmd[:-3], "--compile-from=input", "stage.mlirbc", "-o",
-                              "out.vmfb"]) + "\n")
+            from kiln.lowering.layout import rewrite_stages
+
+            base = cli_command(flags)[:-3]
+            src, prev = SOURCE_NAME, None
+            for i, (phase, names) in enumerate(rewrite_stages(rewrites), 1):
+                start = [f"--compile-from={prev}"] if prev else []
+                f.write(" ".join([*base, *start, f"--compile-to={phase}", "--emit-mlir-bytecode",
+                                  src, "-o", f"stage{i}.mlirbc"]) + "\n")
+                f.write(f"# then kiln.lowering.layout.apply_rewrites(module, {names!r})\n")
+                src, prev = f"stage{i}.mlirbc", phase
+            f.write(" ".join([*base, f"--compile-from={prev}", src, "-o", "out.vmfb"]) + "\n")
         else:
             f.write(" ".join(cli_command(flags)) + "\n")
     return d
@@ -207,35 +212,41 @@ def _compile_session(
         inv.enable_console_diagnostics()
         src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
         ok = inv.parse_source(src)
-        second = None
+        invocations = [inv]
         if ok and rewrites:
-            # Stop after IREE's input conversion, rewrite the linalg module in place (it lives in
-            # the session's context), and resume from there in a second invocation.
-            _set_phase(inv, "to", "input")
-            ok = inv.execute()
-            if ok:
-                from kiln.lowering.layout import apply_rewrites
+            # Stop after each phase a rewrite follows, rewrite the module in place (it lives in
+            # the session's context), and resume from there in a fresh invocation.
+            from kiln.lowering.layout import apply_rewrites, rewrite_stages
 
-                module = inv.export_module()
-                apply_rewrites(module, rewrites)
-                second = session.invocation()
-                second.enable_console_diagnostics()
-                second.import_module(module)
-                _set_phase(second, "from", "input")
-                ok = second.execute()
-            final = second
+            prev = None
+            for phase, names in rewrite_stages(rewrites):
+                cur = invocations[-1]
+                if prev is not None:
+                    _set_phase(cur, "from", prev)
+                _set_phase(cur, "to", phase)
+                ok = cur.execute()
+                if not ok:
+                    break
+                module = cur.export_module()
+                apply_rewrites(module, names)
+                nxt = session.invocation()
+                nxt.enable_console_diagnostics()
+                nxt.import_module(module)
+                invocations.append(nxt)
+                prev = phase
+            if ok:
+                _set_phase(invocations[-1], "from", prev)
+                ok = invocations[-1].execute()
         else:
             ok = ok and inv.execute()
-            final = inv
         data = b""
-        if ok and final is not None:
+        if ok:
             out = Output.open_membuffer()
-            final.output_vm_bytecode(out)
+            invocations[-1].output_vm_bytecode(out)
             data = bytes(out.map_memory())
             out.close()
-        if second is not None:
-            second.close()
-        inv.close()
+        for each in reversed(invocations):
+            each.close()
         src.close()
         session.close()
     stderr = cap.text
@@ -243,7 +254,7 @@ def _compile_session(
         diags = parse_diagnostics(stderr)
         msg = _failure_message(stderr, diags)
         if rewrites:
-            msg += f" (compiled in two phases around Kiln's rewrites {', '.join(rewrites)})"
+            msg += f" (compiled in phases around Kiln's rewrites {', '.join(rewrites)})"
         raise CompileError(
             msg,
             failure=CompileFailure(
@@ -296,8 +307,9 @@ def _die_with_parent() -> None:
 def _compile_cli(
     source: bytes, flags: list[str], *, timeout: float | None, rewrites: list[str] | None = None
 ) -> tuple[bytes, str]:
-    """Run the native ``iree-compile``; with ``rewrites``, in two runs around Kiln's rewrite:
-    ``--compile-to=input`` (bytecode), the rewrite in this process, then ``--compile-from=input``.
+    """Run the native ``iree-compile``; with ``rewrites``, in one run per phase a rewrite follows
+    (``--compile-to=PHASE``, bytecode, the rewrites in this process) and a last run
+    ``--compile-from=`` the last phase.
     """
     from kiln.targets.toolchain import iree_compile_path
 
@@ -310,17 +322,25 @@ def _compile_cli(
         exe = str(iree_compile_path())
         stderr = ""
         if rewrites:
-            stage = os.path.join(tmp, "stage")
-            os.mkdir(stage)
-            cmd = [exe, *flags, "--compile-to=input", "--emit-mlir-bytecode", SOURCE_NAME,
-                   "-o", os.path.join("stage", SOURCE_NAME)]
-            stderr += _run_cli(cmd, tmp, deadline, timeout)
-            with open(os.path.join(stage, SOURCE_NAME), "rb") as f:
-                staged = f.read()
-            with open(os.path.join(stage, SOURCE_NAME), "wb") as f:
-                f.write(_rewrite_bytecode(staged, rewrites))
-            cmd = [exe, *flags, "--compile-from=input", SOURCE_NAME, "-o", "../out.vmfb"]
-            stderr += _run_cli(cmd, stage, deadline, timeout)
+            from kiln.lowering.layout import rewrite_stages
+
+            # Each stage's module is named like the source, in a folder of its own, so the
+            # compiler sees the same buffer name as in one run (it is embedded in the output).
+            cwd, prev = tmp, None
+            for i, (phase, names) in enumerate(rewrite_stages(rewrites), 1):
+                stage = os.path.join(tmp, f"stage{i}")
+                os.mkdir(stage)
+                start = [f"--compile-from={prev}"] if prev else []
+                cmd = [exe, *flags, *start, f"--compile-to={phase}", "--emit-mlir-bytecode",
+                       SOURCE_NAME, "-o", os.path.join(stage, SOURCE_NAME)]
+                stderr += _run_cli(cmd, cwd, deadline, timeout)
+                with open(os.path.join(stage, SOURCE_NAME), "rb") as f:
+                    staged = f.read()
+                with open(os.path.join(stage, SOURCE_NAME), "wb") as f:
+                    f.write(_rewrite_bytecode(staged, names))
+                cwd, prev = stage, phase
+            cmd = [exe, *flags, f"--compile-from={prev}", SOURCE_NAME, "-o", out]
+            stderr += _run_cli(cmd, cwd, deadline, timeout)
         else:
             cmd = [exe, *flags, SOURCE_NAME, "-o", "out.vmfb"]
             stderr += _run_cli(cmd, tmp, deadline, timeout)
@@ -329,19 +349,28 @@ def _compile_cli(
 
 
 def _rewrite_bytecode(data: bytes, rewrites: list[str]) -> bytes:
-    """Parse MLIR bytecode in a fresh context, apply Kiln's rewrites, write bytecode back."""
+    """Parse MLIR bytecode, apply Kiln's rewrites, write bytecode back.
+
+    The context is a compiler session's (every IREE dialect registered: after global
+    optimization the module holds ``util``, ``hal`` and ``flow`` ops); nothing is compiled in it.
+    """
     import io
 
     from iree.compiler import ir
+    from iree.compiler.api import Session
 
     from kiln.lowering.layout import apply_rewrites
 
-    ctx = _context()
-    module = ir.Module.parse(data, context=ctx)
-    apply_rewrites(module, rewrites)
-    buf = io.BytesIO()
-    module.operation.write_bytecode(buf)
-    return buf.getvalue()
+    session = Session()
+    try:
+        module = ir.Module.parse(data, context=session.context)
+        apply_rewrites(module, rewrites)
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+        del module
+        return buf.getvalue()
+    finally:
+        session.close()
 
 
 def _run_cli(cmd: list[str], cwd: str, deadline: float | None, timeout: float | None) -> str:

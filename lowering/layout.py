@@ -1,4 +1,9 @@
-"""Kiln's own linalg rewrites, applied between IREE's input conversion and the rest of its pipeline.
+"""Kiln's own linalg rewrites, applied between phases of IREE's pipeline (``REWRITES``).
+
+Each rewrite follows one IREE phase: the compile stops there (``--compile-to=PHASE``), Kiln
+rewrites the module, and IREE resumes (``--compile-from=PHASE``). ``depthwise-nhwc`` (below)
+follows input conversion; ``pool-nhwc`` and ``stem-s2d`` (``kiln.lowering.cnn``) follow global
+optimization.
 
 ``depthwise-nhwc``: ONNX and PyTorch graphs arrive channels-first, and IREE 3.13's input conversion
 turns a depthwise convolution into ``linalg.depthwise_conv_2d_nchw_chw``. Its channels-last
@@ -22,12 +27,16 @@ as it is. Measured effect: docs/performance.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kiln.lowering.cnn import pool_nhwc, stem_space_to_depth
 
 if TYPE_CHECKING:
     from iree.compiler import ir
 
-__all__ = ["REWRITES", "apply_rewrites", "depthwise_to_nhwc"]
+__all__ = ["PHASES", "REWRITES", "Rewrite", "apply_rewrites", "depthwise_to_nhwc", "rewrite_stages"]
 
 _NCHW_TO_NHWC = [0, 2, 3, 1]
 _NHWC_TO_NCHW = [0, 3, 1, 2]
@@ -106,13 +115,39 @@ def depthwise_to_nhwc(module: ir.Module | ir.Operation) -> int:
     return done
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """One of Kiln's rewrites: the IREE phase it follows (``iree-compile --compile-to=PHASE``)
+    and the function that rewrites the module in place, returning how many ops it changed."""
+
+    phase: str
+    fn: Callable[[Any], int]
+
+
+#: IREE compile phases a rewrite may follow, in pipeline order.
+PHASES = ("input", "global-optimization")
+
 #: Rewrites by the name they carry in compile keys and artifacts.
-REWRITES = {"depthwise-nhwc": depthwise_to_nhwc}
+REWRITES: dict[str, Rewrite] = {
+    "depthwise-nhwc": Rewrite("input", depthwise_to_nhwc),
+    "pool-nhwc": Rewrite("global-optimization", pool_nhwc),
+    "stem-s2d": Rewrite("global-optimization", stem_space_to_depth),
+}
+
+
+def rewrite_stages(names: list[str] | tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Group ``names`` by the phase they follow, in pipeline order: ``[(phase, [name, ...])]``.
+
+    Raises ``KeyError`` for an unknown name."""
+    by_phase: dict[str, list[str]] = {}
+    for name in names:
+        by_phase.setdefault(REWRITES[name].phase, []).append(name)
+    return [(phase, by_phase[phase]) for phase in PHASES if phase in by_phase]
 
 
 def apply_rewrites(module: ir.Module | ir.Operation, names: list[str] | tuple[str, ...]) -> int:
     """Apply the named rewrites in order; return how many ops they changed in all."""
     total = 0
     for name in names:
-        total += REWRITES[name](module)
+        total += REWRITES[name].fn(module)
     return total

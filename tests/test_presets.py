@@ -194,7 +194,7 @@ def onnx_separable(batch: int = 2) -> tuple[bytes, onnx.ModelProto]:
     return model.SerializeToString(), model
 
 
-def test_preset_rewrites_only_for_cpu_depthwise_graphs() -> None:
+def test_preset_rewrites_by_graph_class_and_target() -> None:
     from kiln.targets.presets import model_class, preset_rewrites
 
     dw = {"conv": 3, "depthwise_conv": 1}
@@ -203,9 +203,16 @@ def test_preset_rewrites_only_for_cpu_depthwise_graphs() -> None:
     assert preset_rewrites("cpu", "conv-direct", traits=dw) == ("depthwise-nhwc",)
     for preset in ("baseline", "fast-compile", "size", "conv-im2col"):
         assert preset_rewrites("cpu", preset, traits=dw) == ()
-    assert preset_rewrites("cpu", "default", traits={"conv": 3}) == ()
+    # A plain CNN with data-tiled convolutions on CPU gets the rewrites after global optimization.
+    cnn = {"conv": 3}
+    for preset in ("default", "conv-tiled"):
+        assert preset_rewrites("cpu", preset, traits=cnn) == ("pool-nhwc", "stem-s2d")
+    for preset in ("baseline", "fast-compile", "size", "conv-im2col", "conv-direct"):
+        assert preset_rewrites("cpu", preset, traits=cnn) == ()
+    assert preset_rewrites("cpu", "default", traits={"matmul": 2}) == ()
     for kind in ("cuda", "rocm", "metal"):
         assert preset_rewrites(kind, "default", traits=dw) == ()
+        assert preset_rewrites(kind, "default", traits=cnn) == ()
     # Vulkan: the rewrite is a correctness fix there (generic profile), for every tuned preset.
     assert preset_rewrites("vulkan", "default", traits=dw) == ("depthwise-nhwc",)
     assert preset_rewrites("vulkan", "size", traits=dw) == ("depthwise-nhwc",)

@@ -1,0 +1,418 @@
+"""Kiln's rewrites of IREE's global-optimization output, for channels-last CNNs on CPU.
+
+They run after IREE's ``global-optimization`` phase (``--compile-to=global-optimization``), where
+IREE has already converted the convolutions to channels-last, propagated and cancelled the
+transposes and generalized every linalg op, and before dispatch creation (where data tiling
+sets encodings). At that point a ResNet-style graph still has two costly shapes, measured with
+``iree-benchmark-module`` profiles (docs/performance.md, third pass):
+
+``pool-nhwc``: a max (or sum) pooling stays channels-first between two transposes, and with
+convolution data tiling on it is treated as a convolution: its input is packed by a separate
+single-threaded encode dispatch (0.5-0.8 ms on ResNet-18's 112x112x64 pool, more than the pool).
+This rewrite folds the surrounding transposes into the pooling (so it reads and writes the
+channels-last tensors directly) and unrolls its small window into one elementwise op over
+``KH*KW`` strided slices of the input, combined in the window's own order (bit-identical
+results). The elementwise form is neither packed nor left unvectorized (a window reduction
+written with ``d0 * 2 + d3`` maps is not vectorized by IREE's CPU codegen).
+
+``stem-s2d``: a stride-2 convolution over few channels with a large kernel (ResNet's 7x7 stem over
+RGB) runs as a data-tiled convolution with a reduction of 3 per window position, 49 times: ~30
+GFLOP/s, a fifth of the network's time. Space-to-depth turns it into a stride-1 convolution
+with a 4x4 kernel over 12 channels, the same arithmetic with the kernel zero-padded to 8x8::
+
+    x[Hp, Wp, C] -> x'[Hp/2, Wp/2, 2*2*C]        (x'[i, j, (p, q, c)] = x[2i+p, 2j+q, c])
+    w[KH, KW, C, F] -> pad to [2*ceil(KH/2), 2*ceil(KW/2), C, F] -> w'[ceil(KH/2), ceil(KW/2), 4C, F]
+
+Only static shapes are rewritten; anything that does not match is left as it is. Both rewrites
+keep every operand's element type. ``stem-s2d`` adds the products of the zero padding (exact for
+finite inputs; an infinite input value in a padded position gives NaN where the original gives
+an infinity).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+__all__ = ["pool_nhwc", "stem_space_to_depth"]
+
+_PAR = "#linalg.iterator_type<parallel>"
+_RED = "#linalg.iterator_type<reduction>"
+# Window combiners a pooling body may use: out = f(out, in).
+_COMBINERS = {"arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.addf",
+              "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.addi"}
+_MAX_WINDOW = 16  # 3x3 and 2x2 pools; a global pool is a reduction, not unrolled
+
+
+def _generics(module: Any) -> list[Any]:
+    from iree.compiler import ir
+
+    out: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "linalg.generic":
+            out.append(op)
+        return ir.WalkResult.ADVANCE
+
+    (module.operation if hasattr(module, "operation") else module).walk(visit)
+    return out
+
+
+def _op(value_owner: Any) -> Any:
+    """The Operation behind an OpView / Operation / Block owner (None for a block argument)."""
+    from iree.compiler import ir
+
+    if isinstance(value_owner, ir.Block):
+        return None
+    return getattr(value_owner, "operation", value_owner)
+
+
+def _maps(op: Any) -> list[Any]:
+    from iree.compiler import ir
+
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _iters(op: Any) -> list[str]:
+    from iree.compiler import ir
+
+    return [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _body(op: Any) -> list[Any]:
+    return [o.operation for o in op.regions[0].blocks[0].operations]
+
+
+def _dim(expr: Any) -> int | None:
+    from iree.compiler import ir
+
+    try:
+        return ir.AffineDimExpr(expr).position
+    except (ValueError, TypeError):
+        return None
+
+
+def _linear(expr: Any, n: int) -> tuple[list[int], int] | None:
+    """``expr`` over ``n`` dims as (coefficients, constant), or None if it is not linear."""
+    from iree.compiler import ir
+
+    def at(point: list[int]) -> int | None:
+        m = ir.AffineMap.get(n, 0, [ir.AffineConstantExpr.get(v) for v in point])
+        try:
+            return ir.AffineConstantExpr(expr.compose(m)).value
+        except (ValueError, TypeError):
+            return None
+
+    base = at([0] * n)
+    if base is None:
+        return None
+    coeffs = []
+    for i in range(n):
+        one, two = at([1 if j == i else 0 for j in range(n)]), at([2 if j == i else 0 for j in range(n)])
+        if one is None or two is None or two - base != 2 * (one - base):
+            return None
+        coeffs.append(one - base)
+    return coeffs, base
+
+
+def _static(value: Any) -> list[int] | None:
+    from iree.compiler import ir
+
+    try:
+        t = ir.RankedTensorType(value.type)
+    except (ValueError, TypeError):
+        return None
+    return list(t.shape) if t.has_static_shape else None
+
+
+def _reassoc(groups: list[list[int]]) -> Any:
+    from iree.compiler import ir
+
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
+    )
+
+
+def _transpose_perm(op: Any) -> list[int] | None:
+    """For a pure transpose (``linalg.generic`` that only yields its input, identity output map),
+    the input map's dims: the result at index r reads the source at ``r[perm[0]], r[perm[1]]...``."""
+    if op is None or op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 1:
+        return None
+    if any(i != _PAR for i in _iters(op)):
+        return None
+    body = _body(op)
+    block = op.regions[0].blocks[0]
+    if len(body) != 1 or body[0].name != "linalg.yield" or body[0].operands[0] != block.arguments[0]:
+        return None
+    m_in, m_out = _maps(op)
+    perm = [_dim(e) for e in m_in.results]
+    if [_dim(e) for e in m_out.results] != list(range(len(perm))):
+        return None
+    if None in perm or sorted(perm) != list(range(len(perm))):
+        return None
+    return perm  # type: ignore[return-value]
+
+
+def _window_op(g: Any) -> tuple[int, Any] | None:
+    """A pooling-like generic: ``(input, window) -> out``, output map the identity over its leading
+    parallel dims, trailing reduction dims only indexed by the window operand, body
+    ``yield f(out, in)`` for a combiner ``f``. Returns (number of parallel dims, combiner op)."""
+    if len(g.operands) != 3 or len(g.results) != 1:
+        return None
+    it = _iters(g)
+    npar = it.count(_PAR)
+    if npar == 0 or it[:npar] != [_PAR] * npar or not it[npar:] or any(i != _RED for i in it[npar:]):
+        return None
+    block = g.regions[0].blocks[0]
+    body = _body(g)
+    if len(body) != 2 or body[0].name not in _COMBINERS or list(block.arguments[1].uses):
+        return None
+    comb = body[0]
+    args = {block.arguments[0], block.arguments[2]}
+    if len(comb.operands) != 2 or set(comb.operands) != args or body[1].operands[0] != comb.results[0]:
+        return None
+    maps = _maps(g)
+    if [_dim(e) for e in maps[2].results] != list(range(npar)):
+        return None
+    wdims = [_dim(e) for e in maps[1].results]
+    if None in wdims or sorted(wdims) != list(range(npar, len(it))):  # type: ignore[type-var]
+        return None
+    if None in (_static(g.operands[0]), _static(g.operands[1]), _static(g.operands[2])):
+        return None
+    return npar, comb
+
+
+def _fold_transposes(g: Any, npar: int) -> Any:
+    """Make a window op that reads ``transpose(src)`` read ``src`` directly (loops renamed so its
+    output is in ``src``'s layout), and give its transposing users the new result. Returns the
+    op to continue with (``g`` itself when there is nothing to fold)."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg, tensor
+
+    t_op = _op(g.operands[0].owner)
+    perm = _transpose_perm(t_op)
+    init = _op(g.operands[2].owner)
+    if perm is None or len(perm) != npar or perm == list(range(npar)):
+        return g
+    if init is None or init.name != "linalg.fill":
+        return g
+    src = t_op.operands[0]
+    nloops = len(_iters(g))
+    maps = _maps(g)
+    inv = [0] * npar
+    for j, d in enumerate(perm):
+        inv[d] = j
+    # Source dim j is result dim perm[j]; loops are renamed so the output is the identity in
+    # the source's layout: old loop i -> new loop inv[i] (reductions keep their positions).
+    rename = ir.AffineMap.get(
+        nloops, 0, [ir.AffineDimExpr.get(inv[i] if i < npar else i) for i in range(nloops)]
+    )
+    a_map = ir.AffineMap.get(nloops, 0, [maps[0].results[perm[j]].compose(rename) for j in range(npar)])
+    w_map = ir.AffineMap.get(nloops, 0, [e.compose(rename) for e in maps[1].results])
+    o_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(i) for i in range(npar)])
+    out_t = ir.RankedTensorType(g.results[0].type)
+    old_shape = list(out_t.shape)
+    new_shape = [old_shape[perm[j]] for j in range(npar)]
+    new_t = ir.RankedTensorType.get(new_shape, out_t.element_type)
+    with ir.InsertionPoint(g), g.location:
+        empty = tensor.EmptyOp(new_shape, out_t.element_type).result
+        fill = linalg.fill(init.operands[0], outs=[empty])
+    new = g.clone(ir.InsertionPoint(g))
+    new.operands[0] = src
+    new.operands[2] = fill if isinstance(fill, ir.Value) else fill.results[0]
+    new.attributes["indexing_maps"] = ir.ArrayAttr.get(
+        [ir.AffineMapAttr.get(m) for m in (a_map, w_map, o_map)]
+    )
+    new.results[0].set_type(new_t)
+    back = None
+    for use in list(g.results[0].uses):
+        user = _op(use.owner)
+        q = _transpose_perm(user)
+        if (q is not None and len(q) == npar and all(perm[q[j]] == j for j in range(npar))
+                and ir.RankedTensorType(user.results[0].type) == new_t):
+            user.results[0].replace_all_uses_with(new.results[0])
+            user.erase()
+            continue
+        if back is None:  # another user wants the channels-first result: transpose it back
+            with ir.InsertionPoint(g), g.location:
+                e2 = tensor.EmptyOp(old_shape, out_t.element_type).result
+                t = linalg.transpose(new.results[0], outs=[e2], permutation=inv)
+                back = t if isinstance(t, ir.Value) else t.results[0]
+        user.replace_uses_of_with(g.results[0], back)
+    g.erase()
+    return new
+
+
+def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
+    """Replace a window op by one elementwise generic over its ``KH*KW`` strided input slices."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg, tensor
+
+    it = _iters(g)
+    nloops = len(it)
+    maps = _maps(g)
+    x, window, init = g.operands
+    sizes = dict(zip([_dim(e) for e in maps[1].results], _static(window) or []))
+    offsets_list = list(itertools.product(*[range(sizes[d]) for d in range(npar, nloops)]))
+    if not offsets_list or len(offsets_list) > _MAX_WINDOW:
+        return False
+    out_shape = _static(init) or []
+    # Each input index must be  stride * (one parallel dim) + dilation * (at most one window dim)
+    # + constant: then window position (kh, kw, ...) is a strided slice of the input.
+    specs = []
+    for e in maps[0].results:
+        lin = _linear(e, nloops)
+        if lin is None:
+            return False
+        coeffs, const = lin
+        par = [i for i in range(npar) if coeffs[i]]
+        red = [i for i in range(npar, nloops) if coeffs[i]]
+        if len(par) != 1 or len(red) > 1 or coeffs[par[0]] < 1 or const < 0:
+            return False
+        specs.append((par[0], coeffs[par[0]], red[0] if red else None,
+                      coeffs[red[0]] if red else 0, const))
+    if sorted(s[0] for s in specs) != list(range(npar)):
+        return False
+    et = ir.RankedTensorType(x.type).element_type
+    ot = ir.RankedTensorType(init.type).element_type
+    slices = []
+    with ir.InsertionPoint(g), g.location:
+        for offs in offsets_list:
+            at = {npar + i: o for i, o in enumerate(offs)}
+            start = [s[4] + (s[3] * at[s[2]] if s[2] is not None else 0) for s in specs]
+            size = [out_shape[s[0]] for s in specs]
+            stride = [s[1] for s in specs]
+            sl = tensor.ExtractSliceOp(
+                ir.RankedTensorType.get(size, et), x, [], [], [],
+                ir.DenseI64ArrayAttr.get(start), ir.DenseI64ArrayAttr.get(size),
+                ir.DenseI64ArrayAttr.get(stride),
+            ).result
+            dims = [ir.AffineDimExpr.get(s[0]) for s in specs]
+            slices.append((sl, ir.AffineMap.get(npar, 0, dims)))
+        new = linalg.GenericOp(
+            [g.results[0].type], [s for s, _ in slices], [init],
+            ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in slices]
+                             + [ir.AffineMapAttr.get(ir.AffineMap.get_identity(npar))]),
+            ir.ArrayAttr.get([ir.Attribute.parse(_PAR)] * npar),
+        )
+        block = new.regions[0].blocks.append(*([et] * len(slices)), ot)
+    with ir.InsertionPoint(block), g.location:
+        # out = f(...f(f(out, x[window 0]), x[window 1])..., x[window n-1]): the original order.
+        acc = block.arguments[len(slices)]
+        out_first = comb.operands[0] == g.regions[0].blocks[0].arguments[2]
+        for i in range(len(slices)):
+            pair = [acc, block.arguments[i]] if out_first else [block.arguments[i], acc]
+            acc = ir.Operation.create(comb.name, results=[ot], operands=pair,
+                                      attributes={n: comb.attributes[n] for n in comb.attributes}).result
+        linalg.YieldOp([acc])
+    g.results[0].replace_all_uses_with(new.result)
+    g.erase()
+    return True
+
+
+def pool_nhwc(module: Any) -> int:
+    """Rewrite every static pooling-like window op (see the module docstring); return the count."""
+    from iree.compiler import ir
+
+    ctx = module.context
+    done = 0
+    with ctx, ir.Location.unknown(ctx):
+        for g in _generics(module):
+            found = _window_op(g)
+            if found is None:
+                continue
+            npar, _ = found
+            g = _fold_transposes(g, npar)
+            found = _window_op(g)
+            if found is not None and _unroll_window(g, *found):
+                done += 1
+    return done
+
+
+def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int = 5) -> int:
+    """Rewrite each static stride-2 channels-last convolution over at most ``max_channels`` input
+    channels with a kernel of at least ``min_kernel`` (both sides) by space-to-depth; return the
+    count."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import arith, linalg, tensor
+
+    ctx = module.context
+    done = 0
+    with ctx, ir.Location.unknown(ctx):
+        for g in _generics(module):
+            if len(g.operands) != 3 or len(g.results) != 1:
+                continue
+            if _iters(g) != [_PAR] * 3 + [_RED] * 3:
+                continue
+            body = _body(g)
+            if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+                continue
+            mx, mw, mo = _maps(g)
+            if [_dim(e) for e in mw.results] != [3, 4, 5, 2] or [_dim(e) for e in mo.results] != [0, 1, 2]:
+                continue
+            if len(mx.results) != 3 or _dim(mx.results[2]) != 5:
+                continue
+            lh, lw = _linear(mx.results[0], 6), _linear(mx.results[1], 6)
+            if lh is None or lw is None or lh != ([2, 0, 0, 1, 0, 0], 0) or lw != ([0, 2, 0, 0, 1, 0], 0):
+                continue
+            x, w, init = g.operands
+            xs, ws, os_ = _static(x), _static(w), _static(init)
+            if xs is None or ws is None or os_ is None:
+                continue
+            kh, kw, c, f = ws
+            oh, ow, _ = os_
+            hp, wp, _ = xs
+            if c > max_channels or kh < min_kernel or kw < min_kernel or hp % 2 or wp % 2:
+                continue
+            kh2, kw2 = (kh + 1) // 2, (kw + 1) // 2
+            h2, w2 = hp // 2, wp // 2
+            if oh + kh2 - 1 > h2 or ow + kw2 - 1 > w2:
+                continue
+            et = ir.RankedTensorType(x.type).element_type
+            wt = ir.RankedTensorType(w.type).element_type
+
+            def transpose(v: Any, shape: list[int], perm: list[int], ety: Any) -> Any:
+                empty = tensor.EmptyOp([shape[p] for p in perm], ety).result
+                r = linalg.transpose(v, outs=[empty], permutation=perm)
+                return r if isinstance(r, ir.Value) else r.results[0]
+
+            def expand(v: Any, shape: list[int], groups: list[list[int]], ety: Any) -> Any:
+                return tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, ety), v,
+                                            _reassoc(groups), [],
+                                            ir.DenseI64ArrayAttr.get(shape)).result
+
+            def collapse(v: Any, shape: list[int], groups: list[list[int]], ety: Any) -> Any:
+                return tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, ety), v,
+                                              _reassoc(groups)).result
+
+            with ir.InsertionPoint(g), g.location:
+                x5 = expand(x, [h2, 2, w2, 2, c], [[0, 1], [2, 3], [4]], et)
+                x5 = transpose(x5, [h2, 2, w2, 2, c], [0, 2, 1, 3, 4], et)
+                xs2d = collapse(x5, [h2, w2, 4 * c], [[0], [1], [2, 3, 4]], et)
+                zero = arith.ConstantOp(wt, ir.FloatAttr.get(wt, 0.0)).result
+                padded = tensor.PadOp(
+                    ir.RankedTensorType.get([2 * kh2, 2 * kw2, c, f], wt), w, [], [],
+                    ir.DenseI64ArrayAttr.get([0, 0, 0, 0]),
+                    ir.DenseI64ArrayAttr.get([2 * kh2 - kh, 2 * kw2 - kw, 0, 0]),
+                )
+                pad_block = padded.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
+                with ir.InsertionPoint(pad_block):
+                    tensor.YieldOp(zero)
+                w6 = expand(padded.result, [kh2, 2, kw2, 2, c, f], [[0, 1], [2, 3], [4], [5]], wt)
+                w6 = transpose(w6, [kh2, 2, kw2, 2, c, f], [0, 2, 1, 3, 4, 5], wt)
+                w4 = collapse(w6, [kh2, kw2, 4 * c, f], [[0], [1], [2, 3, 4], [5]], wt)
+                d = [ir.AffineDimExpr.get(i) for i in range(6)]
+                new = g.clone(ir.InsertionPoint(g))
+                new.operands[0] = xs2d
+                new.operands[1] = w4
+                new.attributes["indexing_maps"] = ir.ArrayAttr.get([
+                    ir.AffineMapAttr.get(ir.AffineMap.get(6, 0, r)) for r in (
+                        [d[0] + d[3], d[1] + d[4], d[5]], [d[3], d[4], d[5], d[2]],
+                        [d[0], d[1], d[2]],
+                    )
+                ])
+            g.results[0].replace_all_uses_with(new.results[0])
+            g.erase()
+            done += 1
+    return done

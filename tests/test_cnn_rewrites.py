@@ -1,0 +1,217 @@
+"""Kiln's rewrites after IREE's global optimization (``pool-nhwc``, ``stem-s2d``) on plain CNNs:
+the graphs they match still compute the reference results, both compile engines build the same
+bytes, and graphs they must not touch are left alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from kiln.pipeline import Pipeline
+from kiln.runtime import load_vmfb
+from kiln.targets import normalize_options, parse_target
+
+CPU = "cpu:x86_64:generic"
+REWRITES = ("pool-nhwc", "stem-s2d")
+
+
+def onnx_stem_cnn(
+    *,
+    size: int = 32,
+    kernel: int = 7,
+    stride: int = 2,
+    channels: int = 3,
+    pool: str = "MaxPool",
+    pool_output: bool = False,
+    batch: int = 1,
+) -> tuple[bytes, onnx.ModelProto]:
+    """ResNet's first stage, small: conv KxK/stride (pad K//2) -> relu -> 3x3/2 pool (pad 1) ->
+    conv 3x3 + residual -> relu -> global average pool -> linear. With ``pool_output`` the pool's
+    result is a second graph output (channels-first), besides feeding the next convolution."""
+    rng = np.random.default_rng(7)
+    f = 8
+    inits = {
+        "w1": rng.standard_normal((f, channels, kernel, kernel)).astype(np.float32) * 0.2,
+        "b1": rng.standard_normal(f).astype(np.float32) * 0.1,
+        "w2": rng.standard_normal((f, f, 3, 3)).astype(np.float32) * 0.2,
+        "b2": rng.standard_normal(f).astype(np.float32) * 0.1,
+        "wl": rng.standard_normal((f, 5)).astype(np.float32),
+        "bl": rng.standard_normal(5).astype(np.float32),
+    }
+    pool_attrs: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    if pool == "AveragePool":
+        pool_attrs["count_include_pad"] = 1
+    p = kernel // 2
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[p] * 4, strides=[stride] * 2),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node(pool, ["r1"], ["p"], **pool_attrs),
+        helper.make_node("Conv", ["p", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "p"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["fl"], axis=1),
+        helper.make_node("Gemm", ["fl", "wl", "bl"], ["y"]),
+    ]
+    c1 = (size + 2 * p - kernel) // stride + 1
+    ps = (c1 + 2 - 3) // 2 + 1
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 5])]
+    if pool_output:
+        outputs.append(helper.make_tensor_value_info("p", TensorProto.FLOAT, [batch, f, ps, ps]))
+    graph = helper.make_graph(
+        nodes,
+        "stem_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, size, size])],
+        outputs,
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString(), model
+
+
+def _check_against_reference(
+    pipeline: Pipeline, data: bytes, model: onnx.ModelProto, *, options: dict[str, Any] | None = None
+) -> Any:
+    inp = model.graph.input[0].type.tensor_type.shape.dim
+    x = np.random.default_rng(3).standard_normal([d.dim_value for d in inp]).astype(np.float32)
+    refs = ReferenceEvaluator(model).run(None, {"x": x})
+    res = pipeline.compile(data, targets=[CPU], options=options)
+    assert not res.errors, res.errors
+    art = res.artifacts[0]
+    got = load_vmfb(art.data, driver="local-task")[res.functions[0]](x)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    assert len(got) == len(refs)
+    for g, r in zip(got, refs, strict=True):
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)
+    return art
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},  # 7x7/2 stem + 3x3/2 max pool: both rewrites apply
+        {"pool": "AveragePool"},  # a sum window (then a division by 9)
+        {"pool_output": True},  # the pool's channels-first result is also a graph output
+        {"batch": 2},
+    ],
+    ids=["maxpool", "avgpool", "pool-is-an-output", "batch2"],
+)
+def test_rewritten_cnn_matches_the_reference(pipeline: Pipeline, kw: dict[str, Any]) -> None:
+    data, model = onnx_stem_cnn(**kw)
+    art = _check_against_reference(pipeline, data, model)
+    assert art.rewrites == REWRITES
+    base = _check_against_reference(pipeline, data, model, options={"preset": "baseline"})
+    assert base.rewrites == () and base.key != art.key
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"stride": 1},  # stride 1: no space-to-depth
+        {"kernel": 3},  # a small kernel: left to the data-tiled convolution
+        {"size": 33},  # odd padded size: not rewritten
+        {"channels": 16},  # many input channels: not a stem
+    ],
+    ids=["stride1", "kernel3", "odd-size", "16-channels"],
+)
+def test_graphs_the_stem_rewrite_does_not_match_still_compile_right(
+    pipeline: Pipeline, kw: dict[str, Any]
+) -> None:
+    data, model = onnx_stem_cnn(**kw)
+    art = _check_against_reference(pipeline, data, model)
+    assert art.rewrites == REWRITES  # chosen from the graph class; matching is per op
+
+
+def _at_global_optimization(pipeline: Pipeline, data: bytes, tmp_path: Any) -> tuple[Any, Any]:
+    """The graph after IREE's global optimization with the CPU default flags, parsed in a
+    compiler session's context: (session, module). Staged by the native ``iree-compile`` (the
+    data-tiling op-set flag is a global option the session API does not take)."""
+    import subprocess
+
+    from iree.compiler import ir
+    from iree.compiler.api import Session
+
+    from kiln.worker_tasks import cli_command
+
+    graph = pipeline.prepare(data)
+    flags = pipeline.flags_for(parse_target(CPU), normalize_options({}), graph=graph)
+    (tmp_path / "in.mlir").write_text(graph.mlir)
+    cmd = cli_command(list(flags))[:-3] + [
+        "--compile-to=global-optimization", "--emit-mlir-bytecode", "in.mlir", "-o", "go.mlirbc"]
+    subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+    session = Session()
+    return session, ir.Module.parse((tmp_path / "go.mlirbc").read_bytes(), context=session.context)
+
+
+def _window_reductions(module: Any) -> int:
+    """Generics with reduction loops whose body combines with max (the pooling, before)."""
+    from iree.compiler import ir
+
+    found = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "linalg.generic":
+            iters = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+            body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+            if "#linalg.iterator_type<reduction>" in iters and "arith.maximumf" in body:
+                found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return len(found)
+
+
+def test_each_rewrite_matches_its_op_once(pipeline: Pipeline, tmp_path: Any) -> None:
+    from kiln.lowering.cnn import pool_nhwc, stem_space_to_depth
+
+    data, _ = onnx_stem_cnn()
+    session, module = _at_global_optimization(pipeline, data, tmp_path)
+    with module.context:
+        assert _window_reductions(module) == 1
+        assert pool_nhwc(module) == 1
+        assert _window_reductions(module) == 0
+        assert stem_space_to_depth(module) == 1
+        module.operation.verify()
+        text = str(module)
+        # 32x32 input, 7x7 stem padded by 3: 38x38x3 -> 19x19x12, the 7x7 kernel -> 4x4x12.
+        assert "tensor<19x19x12xf32>" in text and "tensor<4x4x12x8xf32>" in text
+        assert pool_nhwc(module) == 0 and stem_space_to_depth(module) == 0  # nothing left
+    del module
+    session.close()
+
+
+def test_both_engines_build_the_same_bytes_with_the_cnn_rewrites() -> None:
+    data, _ = onnx_stem_cnn()
+    digests = []
+    for engine in ("session", "cli"):
+        with Pipeline(workers=1, engine=engine) as p:
+            art = p.compile(data, targets=[CPU]).artifacts[0]
+            assert art.rewrites == REWRITES
+            digests.append(art.digest)
+    assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize(
+    "kw", [{"stride": 1}, {"kernel": 3}, {"size": 33}, {"channels": 16}],
+    ids=["stride1", "kernel3", "odd-size", "16-channels"],
+)
+def test_the_stem_rewrite_leaves_other_convolutions_alone(
+    pipeline: Pipeline, tmp_path: Any, kw: dict[str, Any]
+) -> None:
+    from kiln.lowering.cnn import pool_nhwc, stem_space_to_depth
+
+    data, _ = onnx_stem_cnn(**kw)
+    session, module = _at_global_optimization(pipeline, data, tmp_path)
+    with module.context:
+        assert stem_space_to_depth(module) == 0
+        assert pool_nhwc(module) == 1
+        module.operation.verify()
+    del module
+    session.close()
