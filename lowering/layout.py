@@ -2,8 +2,8 @@
 
 Each rewrite follows one IREE phase: the compile stops there (``--compile-to=PHASE``), Kiln
 rewrites the module, and IREE resumes (``--compile-from=PHASE``). ``depthwise-nhwc`` (below)
-follows input conversion; ``pool-nhwc`` and ``stem-s2d`` (``kiln.lowering.cnn``) follow global
-optimization.
+follows input conversion; ``pool-nhwc``, ``stem-s2d`` and ``conv1x1-matmul`` (``kiln.lowering.cnn``)
+follow global optimization.
 
 ``depthwise-nhwc``: ONNX and PyTorch graphs arrive channels-first, and IREE 3.13's input conversion
 turns a depthwise convolution into ``linalg.depthwise_conv_2d_nchw_chw``. Its channels-last
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kiln.lowering.cnn import pool_nhwc, stem_space_to_depth
+from kiln.lowering.cnn import conv1x1_to_matmul, pool_nhwc, stem_space_to_depth
 
 if TYPE_CHECKING:
     from iree.compiler import ir
@@ -132,6 +132,7 @@ REWRITES: dict[str, Rewrite] = {
     "depthwise-nhwc": Rewrite("input", depthwise_to_nhwc),
     "pool-nhwc": Rewrite("global-optimization", pool_nhwc),
     "stem-s2d": Rewrite("global-optimization", stem_space_to_depth),
+    "conv1x1-matmul": Rewrite("global-optimization", conv1x1_to_matmul),
 }
 
 

@@ -1,4 +1,5 @@
-"""Kiln's rewrites after IREE's global optimization (``pool-nhwc``, ``stem-s2d``) on plain CNNs:
+"""Kiln's rewrites after IREE's global optimization (``pool-nhwc``, ``stem-s2d``,
+``conv1x1-matmul``) on plain CNNs:
 the graphs they match still compute the reference results, both compile engines build the same
 bytes, and graphs they must not touch are left alone."""
 
@@ -17,7 +18,7 @@ from kiln.runtime import load_vmfb
 from kiln.targets import normalize_options, parse_target
 
 CPU = "cpu:x86_64:generic"
-REWRITES = ("pool-nhwc", "stem-s2d")
+REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul")
 
 
 def onnx_stem_cnn(
@@ -68,6 +69,51 @@ def onnx_stem_cnn(
         "stem_cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, size, size])],
         outputs,
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString(), model
+
+
+def onnx_bottleneck(*, size: int = 16, batch: int = 1) -> tuple[bytes, onnx.ModelProto]:
+    """Two ResNet-50-style bottleneck blocks: one with an identity shortcut (1x1 16 -> 8, 3x3,
+    1x1 8 -> 16, add, relu), then one that downsamples: 1x1 (16 -> 8) -> 3x3 stride 2 -> 1x1
+    (8 -> 32), plus a strided 1x1 projection (16 -> 32) of the first block's output; add, relu,
+    global average pool."""
+    rng = np.random.default_rng(11)
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"w0": w(8, 16, 1, 1), "b0": w(8), "w1": w(8, 8, 3, 3), "b1": w(8),
+             "w2": w(16, 8, 1, 1), "b2": w(16),
+             "wa": w(8, 16, 1, 1), "ba": w(8), "wb": w(8, 8, 3, 3), "bb": w(8),
+             "wc": w(32, 8, 1, 1), "bc": w(32), "wp": w(32, 16, 1, 1), "bp": w(32)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["h0"]),
+        helper.make_node("Relu", ["h0"], ["r0"]),
+        helper.make_node("Conv", ["r0", "w1", "b1"], ["h1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["h2"]),
+        helper.make_node("Add", ["h2", "x"], ["s0"]),
+        helper.make_node("Relu", ["s0"], ["x1"]),
+        helper.make_node("Conv", ["x1", "wa", "ba"], ["a"]),
+        helper.make_node("Relu", ["a"], ["ra"]),
+        helper.make_node("Conv", ["ra", "wb", "bb"], ["b"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["b"], ["rb"]),
+        helper.make_node("Conv", ["rb", "wc", "bc"], ["c"]),
+        helper.make_node("Conv", ["x1", "wp", "bp"], ["p"], strides=[2, 2]),
+        helper.make_node("Add", ["c", "p"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "bottleneck",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 32, 1, 1])],
         initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -213,5 +259,28 @@ def test_the_stem_rewrite_leaves_other_convolutions_alone(
         assert stem_space_to_depth(module) == 0
         assert pool_nhwc(module) == 1
         module.operation.verify()
+    del module
+    session.close()
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_bottleneck_with_strided_projection_matches_the_reference(
+    pipeline: Pipeline, batch: int
+) -> None:
+    data, model = onnx_bottleneck(batch=batch)
+    art = _check_against_reference(pipeline, data, model)
+    assert art.rewrites == REWRITES
+
+
+def test_every_1x1_convolution_becomes_a_matmul(pipeline: Pipeline, tmp_path: Any) -> None:
+    from kiln.lowering.cnn import conv1x1_to_matmul
+
+    data, _ = onnx_bottleneck()
+    session, module = _at_global_optimization(pipeline, data, tmp_path)
+    with module.context:
+        # first block: reduce, expand; second: reduce, expand and the strided projection
+        assert conv1x1_to_matmul(module) == 5
+        module.operation.verify()
+        assert conv1x1_to_matmul(module) == 0
     del module
     session.close()

@@ -206,7 +206,8 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
     # A plain CNN with data-tiled convolutions on CPU gets the rewrites after global optimization.
     cnn = {"conv": 3}
     for preset in ("default", "conv-tiled"):
-        assert preset_rewrites("cpu", preset, traits=cnn) == ("pool-nhwc", "stem-s2d")
+        assert preset_rewrites("cpu", preset, traits=cnn) == (
+            "pool-nhwc", "stem-s2d", "conv1x1-matmul")
     for preset in ("baseline", "fast-compile", "size", "conv-im2col", "conv-direct"):
         assert preset_rewrites("cpu", preset, traits=cnn) == ()
     assert preset_rewrites("cpu", "default", traits={"matmul": 2}) == ()
