@@ -110,6 +110,7 @@ def run(
                     "max_err": float(np.abs(y - ref).max()),
                     "ok": bool(np.allclose(y, ref, rtol=RTOL, atol=ATOL)),
                     "flags": art.flags,
+                    "rewrites": tuple(getattr(art, "rewrites", ())),
                 }
                 fns[label] = fn
                 print(f"{name} [{label}]: compiled in {info[label]['compile_s']:.1f}s, "
@@ -247,11 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         seen: set[tuple[str, ...]] = set()
         notes = []
         for r in rows:
-            key = (r["model"], *r["flags"])
+            key = (r["model"], *r["flags"], *r["rewrites"])
             if key not in seen:
                 seen.add(key)
                 flags = " ".join(_tuning_flags(r["flags"]))
-                notes.append(f"- {r['model']} {r['config']}: `{flags}`")
+                rw = (" + Kiln rewrites " + ", ".join(f"`{x}`" for x in r["rewrites"])
+                      if r["rewrites"] else "")
+                notes.append(f"- {r['model']} {r['config']}: `{flags}`{rw}")
         record(
             f"Measured {started} on {mach}. Target `{target}` (the machine's own CPU, as the "
             f"client SDK detects it). {args.repeats} rounds; in each, onnxruntime and then every "

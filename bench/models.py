@@ -4,6 +4,8 @@
   the convolutions as PyTorch's exporter does in eval mode.
 - ``mobilenet``: a MobileNetV2-style network (inverted residuals, depthwise 3×3, ReLU6), 224×224.
 - ``encoder``: a BERT-base-like transformer encoder layer (seq 128, d 256, 4 heads, FFN 1024, ×2).
+- ``resnet50s``: a ResNet-50-style bottleneck network (three stages of two 1×1-3×3-1×1 blocks,
+  strided 1×1 projections), 224×224: where 1×1 convolutions carry the arithmetic.
 
 Each builder returns an ``onnx.ModelProto`` (opset 17) with one input ``x``.
 """
@@ -121,6 +123,25 @@ def mobilenet(*, size: int = 224, seed: int = 0) -> onnx.ModelProto:
     return g.model("mobilenet", [1, 3, size, size], _head(g, x, 1280), [1, 1000])
 
 
+def resnet50s(*, size: int = 224, seed: int = 0) -> onnx.ModelProto:
+    """ResNet-50-style bottleneck network, three stages of two blocks (1x1 -> 3x3 -> 1x1, with
+    strided 1x1 projections): the 1x1 convolutions carry most of the arithmetic."""
+    g = _G(seed)
+    x = g.relu(g.conv("x", 3, 64, 7, stride=2))
+    x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for mid, cout, n, stride in ((64, 256, 2, 1), (128, 512, 2, 2), (256, 1024, 2, 2)):
+        for i in range(n):
+            s = stride if i == 0 else 1
+            y = g.relu(g.conv(x, cin, mid, 1))
+            y = g.relu(g.conv(y, mid, mid, 3, stride=s))
+            y = g.conv(y, mid, cout, 1)
+            short = g.conv(x, cin, cout, 1, stride=s) if (s != 1 or cin != cout) else x
+            x = g.relu(g.node("Add", [y, short]))
+            cin = cout
+    return g.model("resnet50s", [1, 3, size, size], _head(g, x, cin), [1, 1000])
+
+
 def encoder(*, seq: int = 128, d: int = 256, heads: int = 4, ffn: int = 1024, layers: int = 2,
             seed: int = 0) -> onnx.ModelProto:
     g = _G(seed)
@@ -159,6 +180,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "resnet18": resnet18,
     "mobilenet": mobilenet,
     "encoder": encoder,
+    "resnet50s": resnet50s,
 }
 
 

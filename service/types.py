@@ -53,8 +53,9 @@ class ArtifactOut(BaseModel):
     flags: list[str] = Field(description="the exact iree-compile flags used (provenance)")
     rewrites: list[str] = Field(
         default_factory=list,
-        description="Kiln's linalg rewrites applied between --compile-to=input and "
-        "--compile-from=input (kiln.lowering.layout); empty: the flags alone reproduce it",
+        description="Kiln's linalg rewrites, each applied after the IREE phase it follows "
+        "(--compile-to=PHASE, rewrite, --compile-from=PHASE; kiln.lowering.layout.REWRITES); "
+        "empty: the flags alone reproduce it",
     )
     warnings: list[str]
 
