@@ -7,7 +7,7 @@ target (``kiln.resolver.detect_cpu().target``) with default options, run with ``
 onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy shared
 machine slows both alike. Each round runs every engine in a block of its own (a 50 ms pause, one
 untimed call, then ``--block`` timed calls): onnxruntime's spinning threads must not steal the
-cores of the next engine (see ``_block``).
+cores of the next engine (see ``_block``). numpy's OpenBLAS is kept to one thread.
 Reported: median milliseconds of each, the median of the per-round ratios Kiln/ORT, and the max
 abs error of Kiln's output against onnxruntime's (pass = ``allclose(rtol=1e-3, atol=1e-4)``).
 
@@ -35,6 +35,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# numpy's OpenBLAS threads would be a third set of threads on the same cores; neither engine
+# uses them (onnxruntime has its own kernels, IREE its own), so keep them to one.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
