@@ -29,7 +29,8 @@ GFLOP/s, a fifth of the network's time. Space-to-depth turns it into a stride-1 
 with a 4x4 kernel over 12 channels, the same arithmetic with the kernel zero-padded to 8x8::
 
     x[Hp, Wp, C] -> x'[Hp/2, Wp/2, 2*2*C]        (x'[i, j, (p, q, c)] = x[2i+p, 2j+q, c])
-    w[KH, KW, C, F] -> pad to [2*ceil(KH/2), 2*ceil(KW/2), C, F] -> w'[ceil(KH/2), ceil(KW/2), 4C, F]
+    w[KH, KW, C, F] -> pad to [2*ceil(KH/2), 2*ceil(KW/2), C, F]
+                    -> w'[ceil(KH/2), ceil(KW/2), 4C, F]
 
 Only static shapes are rewritten; anything that does not match is left as it is. Both rewrites
 keep every operand's element type. ``stem-s2d`` adds the products of the zero padding (exact for
@@ -116,7 +117,8 @@ def _linear(expr: Any, n: int) -> tuple[list[int], int] | None:
         return None
     coeffs = []
     for i in range(n):
-        one, two = at([1 if j == i else 0 for j in range(n)]), at([2 if j == i else 0 for j in range(n)])
+        one = at([1 if j == i else 0 for j in range(n)])
+        two = at([2 if j == i else 0 for j in range(n)])
         if one is None or two is None or two - base != 2 * (one - base):
             return None
         coeffs.append(one - base)
@@ -144,14 +146,17 @@ def _reassoc(groups: list[list[int]]) -> Any:
 
 def _transpose_perm(op: Any) -> list[int] | None:
     """For a pure transpose (``linalg.generic`` that only yields its input, identity output map),
-    the input map's dims: the result at index r reads the source at ``r[perm[0]], r[perm[1]]...``."""
+    the input map's dims: the result at index r reads the source at
+    ``r[perm[0]], r[perm[1]]...``."""
     if op is None or op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 1:
         return None
     if any(i != _PAR for i in _iters(op)):
         return None
     body = _body(op)
     block = op.regions[0].blocks[0]
-    if len(body) != 1 or body[0].name != "linalg.yield" or body[0].operands[0] != block.arguments[0]:
+    if len(body) != 1 or body[0].name != "linalg.yield":
+        return None
+    if body[0].operands[0] != block.arguments[0]:
         return None
     m_in, m_out = _maps(op)
     perm = [_dim(e) for e in m_in.results]
@@ -170,7 +175,9 @@ def _window_op(g: Any) -> tuple[int, Any] | None:
         return None
     it = _iters(g)
     npar = it.count(_PAR)
-    if npar == 0 or it[:npar] != [_PAR] * npar or not it[npar:] or any(i != _RED for i in it[npar:]):
+    if npar == 0 or it[:npar] != [_PAR] * npar or not it[npar:]:
+        return None
+    if any(i != _RED for i in it[npar:]):
         return None
     block = g.regions[0].blocks[0]
     body = _body(g)
@@ -178,7 +185,9 @@ def _window_op(g: Any) -> tuple[int, Any] | None:
         return None
     comb = body[0]
     args = {block.arguments[0], block.arguments[2]}
-    if len(comb.operands) != 2 or set(comb.operands) != args or body[1].operands[0] != comb.results[0]:
+    if len(comb.operands) != 2 or set(comb.operands) != args:
+        return None
+    if body[1].operands[0] != comb.results[0]:
         return None
     maps = _maps(g)
     if [_dim(e) for e in maps[2].results] != list(range(npar)):
@@ -216,7 +225,9 @@ def _fold_transposes(g: Any, npar: int) -> Any:
     rename = ir.AffineMap.get(
         nloops, 0, [ir.AffineDimExpr.get(inv[i] if i < npar else i) for i in range(nloops)]
     )
-    a_map = ir.AffineMap.get(nloops, 0, [maps[0].results[perm[j]].compose(rename) for j in range(npar)])
+    a_map = ir.AffineMap.get(
+        nloops, 0, [maps[0].results[perm[j]].compose(rename) for j in range(npar)]
+    )
     w_map = ir.AffineMap.get(nloops, 0, [e.compose(rename) for e in maps[1].results])
     o_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(i) for i in range(npar)])
     out_t = ir.RankedTensorType(g.results[0].type)
@@ -312,7 +323,8 @@ def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
         for i in range(len(slices)):
             pair = [acc, block.arguments[i]] if out_first else [block.arguments[i], acc]
             acc = ir.Operation.create(comb.name, results=[ot], operands=pair,
-                                      attributes={n: comb.attributes[n] for n in comb.attributes}).result
+                                      attributes={k: comb.attributes[k] for k in comb.attributes},
+                                      ).result
         linalg.YieldOp([acc])
     g.results[0].replace_all_uses_with(new.result)
     g.erase()
@@ -357,12 +369,15 @@ def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int =
             if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
                 continue
             mx, mw, mo = _maps(g)
-            if [_dim(e) for e in mw.results] != [3, 4, 5, 2] or [_dim(e) for e in mo.results] != [0, 1, 2]:
+            if [_dim(e) for e in mw.results] != [3, 4, 5, 2]:
+                continue
+            if [_dim(e) for e in mo.results] != [0, 1, 2]:
                 continue
             if len(mx.results) != 3 or _dim(mx.results[2]) != 5:
                 continue
             lh, lw = _linear(mx.results[0], 6), _linear(mx.results[1], 6)
-            if lh is None or lw is None or lh != ([2, 0, 0, 1, 0, 0], 0) or lw != ([0, 2, 0, 0, 1, 0], 0):
+            # input (2 * oh + kh, 2 * ow + kw, c): stride 2, dilation 1, no offset
+            if lh != ([2, 0, 0, 1, 0, 0], 0) or lw != ([0, 2, 0, 0, 1, 0], 0):
                 continue
             x, w, init = g.operands
             xs, ws, os_ = _static(x), _static(w), _static(init)

@@ -123,7 +123,11 @@ def onnx_bottleneck(*, size: int = 16, batch: int = 1) -> tuple[bytes, onnx.Mode
 
 
 def _check_against_reference(
-    pipeline: Pipeline, data: bytes, model: onnx.ModelProto, *, options: dict[str, Any] | None = None
+    pipeline: Pipeline,
+    data: bytes,
+    model: onnx.ModelProto,
+    *,
+    options: dict[str, Any] | None = None,
 ) -> Any:
     inp = model.graph.input[0].type.tensor_type.shape.dim
     x = np.random.default_rng(3).standard_normal([d.dim_value for d in inp]).astype(np.float32)
