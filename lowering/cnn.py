@@ -144,6 +144,18 @@ def _reassoc(groups: list[list[int]]) -> Any:
     )
 
 
+def _mul_add(g: Any, *, reductions: int) -> list[Any] | None:
+    """The indexing maps of a ``(x, w) -> out`` generic with three parallel loops, then
+    ``reductions`` reduction loops, and a float multiply-accumulate body; else None."""
+    if len(g.operands) != 3 or len(g.results) != 1:
+        return None
+    if _iters(g) != [_PAR] * 3 + [_RED] * reductions:
+        return None
+    if [o.name for o in _body(g)] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return None
+    return _maps(g)
+
+
 def _transpose_perm(op: Any) -> list[int] | None:
     """For a pure transpose (``linalg.generic`` that only yields its input, identity output map),
     the input map's dims: the result at index r reads the source at
@@ -361,14 +373,10 @@ def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int =
     done = 0
     with ctx, ir.Location.unknown(ctx):
         for g in _generics(module):
-            if len(g.operands) != 3 or len(g.results) != 1:
+            maps = _mul_add(g, reductions=3)
+            if maps is None:
                 continue
-            if _iters(g) != [_PAR] * 3 + [_RED] * 3:
-                continue
-            body = _body(g)
-            if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
-                continue
-            mx, mw, mo = _maps(g)
+            mx, mw, mo = maps
             if [_dim(e) for e in mw.results] != [3, 4, 5, 2]:
                 continue
             if [_dim(e) for e in mo.results] != [0, 1, 2]:
@@ -451,13 +459,10 @@ def conv1x1_to_matmul(module: Any) -> int:
     done = 0
     with ctx, ir.Location.unknown(ctx):
         for g in _generics(module):
-            if len(g.operands) != 3 or len(g.results) != 1:
+            maps = _mul_add(g, reductions=1)
+            if maps is None:
                 continue
-            if _iters(g) != [_PAR] * 3 + [_RED]:
-                continue
-            if [o.name for o in _body(g)] != ["arith.mulf", "arith.addf", "linalg.yield"]:
-                continue
-            mx, mw, mo = _maps(g)
+            mx, mw, mo = maps
             if [_dim(e) for e in mo.results] != [0, 1, 2]:
                 continue
             wdims = [_dim(e) for e in mw.results]
