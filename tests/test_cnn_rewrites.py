@@ -30,6 +30,7 @@ def onnx_stem_cnn(
     pool: str = "MaxPool",
     pool_output: bool = False,
     batch: int = 1,
+    pool_attrs: dict[str, Any] | None = None,
 ) -> tuple[bytes, onnx.ModelProto]:
     """ResNet's first stage, small: conv KxK/stride (pad K//2) -> relu -> 3x3/2 pool (pad 1) ->
     conv 3x3 + residual -> relu -> global average pool -> linear. With ``pool_output`` the pool's
@@ -44,7 +45,7 @@ def onnx_stem_cnn(
         "wl": rng.standard_normal((f, 5)).astype(np.float32),
         "bl": rng.standard_normal(5).astype(np.float32),
     }
-    pool_attrs: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    pool_attrs = dict(pool_attrs or {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4})
     if pool == "AveragePool":
         pool_attrs["count_include_pad"] = 1
     p = kernel // 2
@@ -60,7 +61,9 @@ def onnx_stem_cnn(
         helper.make_node("Gemm", ["fl", "wl", "bl"], ["y"]),
     ]
     c1 = (size + 2 * p - kernel) // stride + 1
-    ps = (c1 + 2 - 3) // 2 + 1
+    pk, ps_, pp = pool_attrs["kernel_shape"][0], pool_attrs["strides"][0], pool_attrs["pads"][0]
+    pd = pool_attrs.get("dilations", [1])[0]
+    ps = (c1 + 2 * pp - pd * (pk - 1) - 1) // ps_ + 1
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 5])]
     if pool_output:
         outputs.append(helper.make_tensor_value_info("p", TensorProto.FLOAT, [batch, f, ps, ps]))
@@ -150,8 +153,11 @@ def _check_against_reference(
         {"pool": "AveragePool"},  # a sum window (then a division by 9)
         {"pool_output": True},  # the pool's channels-first result is also a graph output
         {"batch": 2},
+        {"pool_attrs": {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0] * 4}},
+        {"pool_attrs": {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [2] * 4,
+                        "dilations": [2, 2]}},
     ],
-    ids=["maxpool", "avgpool", "pool-is-an-output", "batch2"],
+    ids=["maxpool", "avgpool", "pool-is-an-output", "batch2", "pool2x2", "dilated-pool"],
 )
 def test_rewritten_cnn_matches_the_reference(pipeline: Pipeline, kw: dict[str, Any]) -> None:
     data, model = onnx_stem_cnn(**kw)
