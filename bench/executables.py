@@ -7,7 +7,8 @@ target (``kiln.resolver.detect_cpu().target``) with default options, run with ``
 onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy shared
 machine slows both alike. Each round runs every engine in a block of its own (a 50 ms pause, one
 untimed call, then ``--block`` timed calls): onnxruntime's spinning threads must not steal the
-cores of the next engine (see ``_block``). numpy's OpenBLAS is kept to one thread.
+cores of the next engine (see ``_block``). The order of the blocks rotates from round to round,
+so no engine always runs right after the same one. numpy's OpenBLAS is kept to one thread.
 Reported: median milliseconds of each, the median of the per-round ratios Kiln/ORT, and the max
 abs error of Kiln's output against onnxruntime's (pass = ``allclose(rtol=1e-3, atol=1e-4)``).
 
@@ -121,9 +122,13 @@ def run(
             times: dict[str, list[float]] = {"ort": [], **{k: [] for k in fns}}
             calls: dict[str, Any] = {"ort": lambda: sess.run(None, feed)}
             calls.update({label: (lambda fn=fn: fn(x)) for label, fn in fns.items()})
-            for _ in range(repeats):
-                for label, call in calls.items():
-                    times[label].append(_block(call, block=block, settle=settle))
+            order = list(calls)
+            for r in range(repeats):
+                # Rotate the order each round: the block right after onnxruntime's can run
+                # faster than the next one (docs/performance.md, "Measuring"), so no engine
+                # always takes that place.
+                for label in order[r % len(order):] + order[:r % len(order)]:
+                    times[label].append(_block(calls[label], block=block, settle=settle))
             ort_ms = statistics.median(times["ort"]) * 1e3
             for label in fns:
                 ratios = [a / b for a, b in zip(times[label], times["ort"], strict=True)]
@@ -260,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"- {r['model']} {r['config']}: `{flags}`{rw}")
         record(
             f"Measured {started} on {mach}. Target `{target}` (the machine's own CPU, as the "
-            f"client SDK detects it). {args.repeats} rounds; in each, onnxruntime and then every "
-            f"Kiln executable run a block of {args.block} timed calls after a "
+            f"client SDK detects it). {args.repeats} rounds; in each, onnxruntime and every "
+            f"Kiln executable (in an order that rotates each round) run a block of {args.block} "
+            f"timed calls after a "
             f"{args.settle * 1e3:.0f} ms pause and one untimed call, in one process; medians "
             f"of the block medians, and the median of the per-round ratios. The machine is a "
             f"2-vCPU VM whose speed moves between runs: read the paired ratios.\n\n{out}\n\n"

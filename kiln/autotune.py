@@ -198,10 +198,13 @@ def autotune(
     times: dict[str, list[float]] = {n: [] for n in fns}
     for fn in fns.values():  # warm-up (first calls allocate and page in)
         fn(*args)
-    for _ in range(max(1, repeats)):
-        for n, fn in fns.items():
+    order = list(fns)
+    for r in range(max(1, repeats)):
+        # Rotate the order each round: no candidate always runs right after the same one
+        # (what ran before moves a timing on a shared VM; docs/performance.md, "Measuring").
+        for n in order[r % len(order):] + order[:r % len(order)]:
             t0 = time.perf_counter()
-            fn(*args)
+            fns[n](*args)
             times[n].append(time.perf_counter() - t0)
     timings = {n: statistics.median(v) * 1e3 for n, v in times.items()}
     best = min(timings, key=lambda n: (timings[n], n != "default"))
