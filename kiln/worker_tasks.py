@@ -211,44 +211,48 @@ def _compile_session(
         inv = session.invocation()
         inv.enable_console_diagnostics()
         src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
-        ok = inv.parse_source(src)
         invocations = [inv]
-        if ok and rewrites:
-            # Stop after each phase a rewrite follows, rewrite the module in place (it lives in
-            # the session's context), and resume from there in a fresh invocation.
-            from kiln.lowering.layout import apply_rewrites, rewrite_stages
+        module = None
+        try:
+            ok = inv.parse_source(src)
+            if ok and rewrites:
+                # Stop after each phase a rewrite follows, rewrite the module in place (it lives
+                # in the session's context), and resume from there in a fresh invocation.
+                from kiln.lowering.layout import rewrite_stages
 
-            prev = None
-            for phase, names in rewrite_stages(rewrites):
-                cur = invocations[-1]
-                if prev is not None:
-                    _set_phase(cur, "from", prev)
-                _set_phase(cur, "to", phase)
-                ok = cur.execute()
-                if not ok:
-                    break
-                module = cur.export_module()
-                apply_rewrites(module, names)
-                nxt = session.invocation()
-                nxt.enable_console_diagnostics()
-                nxt.import_module(module)
-                invocations.append(nxt)
-                prev = phase
+                prev = None
+                for phase, names in rewrite_stages(rewrites):
+                    cur = invocations[-1]
+                    if prev is not None:
+                        _set_phase(cur, "from", prev)
+                    _set_phase(cur, "to", phase)
+                    ok = cur.execute()
+                    if not ok:
+                        break
+                    module = cur.export_module()
+                    _rewrite_stage(module, names, phase, flags)
+                    nxt = session.invocation()
+                    nxt.enable_console_diagnostics()
+                    nxt.import_module(module)
+                    invocations.append(nxt)
+                    prev = phase
+                if ok:
+                    _set_phase(invocations[-1], "from", prev)
+                    ok = invocations[-1].execute()
+            else:
+                ok = ok and inv.execute()
+            data = b""
             if ok:
-                _set_phase(invocations[-1], "from", prev)
-                ok = invocations[-1].execute()
-        else:
-            ok = ok and inv.execute()
-        data = b""
-        if ok:
-            out = Output.open_membuffer()
-            invocations[-1].output_vm_bytecode(out)
-            data = bytes(out.map_memory())
-            out.close()
-        for each in reversed(invocations):
-            each.close()
-        src.close()
-        session.close()
+                out = Output.open_membuffer()
+                invocations[-1].output_vm_bytecode(out)
+                data = bytes(out.map_memory())
+                out.close()
+        finally:
+            module = None  # an exported module must go before its context does
+            for each in reversed(invocations):
+                each.close()
+            src.close()
+            session.close()
     stderr = cap.text
     if not ok:
         diags = parse_diagnostics(stderr)
@@ -337,7 +341,7 @@ def _compile_cli(
                 with open(os.path.join(stage, SOURCE_NAME), "rb") as f:
                     staged = f.read()
                 with open(os.path.join(stage, SOURCE_NAME), "wb") as f:
-                    f.write(_rewrite_bytecode(staged, names))
+                    f.write(_rewrite_bytecode(staged, names, phase, flags))
                 cwd, prev = stage, phase
             cmd = [exe, *flags, f"--compile-from={prev}", SOURCE_NAME, "-o", out]
             stderr += _run_cli(cmd, cwd, deadline, timeout)
@@ -348,7 +352,22 @@ def _compile_cli(
             return f.read(), stderr
 
 
-def _rewrite_bytecode(data: bytes, rewrites: list[str]) -> bytes:
+def _rewrite_stage(module: Any, names: list[str], phase: str, flags: list[str]) -> None:
+    """Apply Kiln's rewrites ``names`` to ``module``; a failure is this compile's
+    ``compile_failed`` (with the way around it), never a crashed worker task."""
+    from kiln.lowering.layout import apply_rewrites
+
+    try:
+        apply_rewrites(module, names)
+    except Exception as exc:  # noqa: BLE001 - a rewrite bug must not look like a worker crash
+        msg = (f"Kiln's rewrite ({', '.join(names)}) after IREE's {phase} phase failed: "
+               f"{type(exc).__name__}: {exc}; preset=baseline compiles without Kiln's rewrites")
+        raise CompileError(
+            msg, failure=CompileFailure(command=cli_command(flags), stderr=msg)
+        ) from exc
+
+
+def _rewrite_bytecode(data: bytes, rewrites: list[str], phase: str, flags: list[str]) -> bytes:
     """Parse MLIR bytecode, apply Kiln's rewrites, write bytecode back.
 
     The context is a compiler session's (every IREE dialect registered: after global
@@ -359,12 +378,10 @@ def _rewrite_bytecode(data: bytes, rewrites: list[str]) -> bytes:
     from iree.compiler import ir
     from iree.compiler.api import Session
 
-    from kiln.lowering.layout import apply_rewrites
-
     session = Session()
     try:
         module = ir.Module.parse(data, context=session.context)
-        apply_rewrites(module, rewrites)
+        _rewrite_stage(module, rewrites, phase, flags)
         buf = io.BytesIO()
         module.operation.write_bytecode(buf)
         del module

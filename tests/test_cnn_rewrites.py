@@ -294,3 +294,32 @@ def test_every_1x1_convolution_becomes_a_matmul(pipeline: Pipeline, tmp_path: An
         assert conv1x1_to_matmul(module) == 0
     del module
     session.close()
+
+
+@pytest.mark.parametrize("engine", ["session", "cli"])
+def test_a_failing_rewrite_is_a_clean_compile_error(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kiln.errors import CompileError
+    from kiln.lowering import layout
+    from kiln.worker_tasks import compile_module
+
+    def boom(module: Any) -> int:
+        raise RuntimeError("rewrite bug")
+
+    monkeypatch.setitem(layout.REWRITES, "boom", layout.Rewrite("global-optimization", boom))
+    mlir = """
+    func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = arith.addf %a, %a : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }"""
+    flags = list(parse_target(CPU).flags)
+    with pytest.raises(CompileError) as info:
+        compile_module(mlir=mlir, flags=flags, engine=engine, rewrites=["boom"])
+    assert info.value.code == "compile_failed"
+    assert "rewrite (boom) after IREE's global-optimization phase failed" in str(info.value)
+    assert "rewrite bug" in str(info.value) and "preset=baseline" in str(info.value)
+    # the same process compiles and runs the next graph normally
+    out = compile_module(mlir=mlir, flags=flags, engine=engine)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(load_vmfb(out["data"], driver="local-task").main(x), 2 * x)
