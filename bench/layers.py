@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{wall - total:.2f} ms)")
             print(f"onnxruntime: {len(ort_rows)} nodes, sum {ort_total:.2f} ms (profiled), "
                   f"wall {ort_wall:.2f} ms (not profiled)\n")
-            print("| Kiln dispatch (× runs a call) | ms a call, all runs | | onnxruntime node | ms |")
+            print("| Kiln dispatch (× runs a call) | ms a call, all runs | "
+                  "| onnxruntime node | ms |")
             print("|---|---:|---|---|---:|")
             a = sorted(rows, key=lambda r: -r[1])[: args.top]
             b = sorted(ort_rows, key=lambda r: -r[1])[: args.top]
