@@ -114,7 +114,7 @@ def run(
                     "max_err": float(np.abs(y - ref).max()),
                     "ok": bool(np.allclose(y, ref, rtol=RTOL, atol=ATOL)),
                     "flags": art.flags,
-                    "rewrites": tuple(getattr(art, "rewrites", ())),
+                    "rewrites": art.rewrites,
                 }
                 fns[label] = fn
                 print(f"{name} [{label}]: compiled in {info[label]['compile_s']:.1f}s, "

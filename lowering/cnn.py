@@ -41,9 +41,10 @@ an infinity).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["conv1x1_to_matmul", "pool_nhwc", "stem_space_to_depth"]
+__all__ = ["conv1x1_to_matmul", "ops_named", "pool_nhwc", "static_shape", "stem_space_to_depth"]
 
 _PAR = "#linalg.iterator_type<parallel>"
 _RED = "#linalg.iterator_type<reduction>"
@@ -53,13 +54,15 @@ _COMBINERS = {"arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnum
 _MAX_WINDOW = 16  # 3x3 and 2x2 pools; a global pool is a reduction, not unrolled
 
 
-def _generics(module: Any) -> list[Any]:
+def ops_named(module: Any, name: str) -> list[Any]:
+    """Every op called ``name`` under ``module`` (a Module or an Operation), collected first so
+    the caller may rewrite them."""
     from iree.compiler import ir
 
     out: list[Any] = []
 
     def visit(op: Any) -> Any:
-        if op.name == "linalg.generic":
+        if op.name == name:
             out.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -125,7 +128,8 @@ def _linear(expr: Any, n: int) -> tuple[list[int], int] | None:
     return coeffs, base
 
 
-def _static(value: Any) -> list[int] | None:
+def static_shape(value: Any) -> list[int] | None:
+    """A ranked tensor value's shape when every dimension is static, else None."""
     from iree.compiler import ir
 
     try:
@@ -144,16 +148,17 @@ def _reassoc(groups: list[list[int]]) -> Any:
     )
 
 
-def _mul_add(g: Any, *, reductions: int) -> list[Any] | None:
-    """The indexing maps of a ``(x, w) -> out`` generic with three parallel loops, then
-    ``reductions`` reduction loops, and a float multiply-accumulate body; else None."""
-    if len(g.operands) != 3 or len(g.results) != 1:
-        return None
-    if _iters(g) != [_PAR] * 3 + [_RED] * reductions:
-        return None
-    if [o.name for o in _body(g)] != ["arith.mulf", "arith.addf", "linalg.yield"]:
-        return None
-    return _maps(g)
+def _mul_adds(module: Any, *, reductions: int) -> Iterator[tuple[Any, list[Any]]]:
+    """``(op, indexing maps)`` for each ``(x, w) -> out`` generic with three parallel loops, then
+    ``reductions`` reduction loops, and a float multiply-accumulate body."""
+    for g in ops_named(module, "linalg.generic"):
+        if len(g.operands) != 3 or len(g.results) != 1:
+            continue
+        if _iters(g) != [_PAR] * 3 + [_RED] * reductions:
+            continue
+        if [o.name for o in _body(g)] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+            continue
+        yield g, _maps(g)
 
 
 def _transpose_perm(op: Any) -> list[int] | None:
@@ -207,7 +212,7 @@ def _window_op(g: Any) -> tuple[int, Any] | None:
     wdims = [_dim(e) for e in maps[1].results]
     if None in wdims or sorted(wdims) != list(range(npar, len(it))):  # type: ignore[type-var]
         return None
-    if None in (_static(g.operands[0]), _static(g.operands[1]), _static(g.operands[2])):
+    if any(static_shape(v) is None for v in g.operands):
         return None
     return npar, comb
 
@@ -284,11 +289,11 @@ def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
     nloops = len(it)
     maps = _maps(g)
     x, window, init = g.operands
-    sizes = dict(zip([_dim(e) for e in maps[1].results], _static(window) or []))
+    sizes = dict(zip([_dim(e) for e in maps[1].results], static_shape(window) or []))
     offsets_list = list(itertools.product(*[range(sizes[d]) for d in range(npar, nloops)]))
     if not offsets_list or len(offsets_list) > _MAX_WINDOW:
         return False
-    out_shape = _static(init) or []
+    out_shape = static_shape(init) or []
     # Each input index must be  stride * (one parallel dim) + dilation * (at most one window dim)
     # + constant: then window position (kh, kw, ...) is a strided slice of the input.
     specs = []
@@ -350,7 +355,7 @@ def pool_nhwc(module: Any) -> int:
     ctx = module.context
     done = 0
     with ctx, ir.Location.unknown(ctx):
-        for g in _generics(module):
+        for g in ops_named(module, "linalg.generic"):
             found = _window_op(g)
             if found is None:
                 continue
@@ -372,11 +377,7 @@ def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int =
     ctx = module.context
     done = 0
     with ctx, ir.Location.unknown(ctx):
-        for g in _generics(module):
-            maps = _mul_add(g, reductions=3)
-            if maps is None:
-                continue
-            mx, mw, mo = maps
+        for g, (mx, mw, mo) in _mul_adds(module, reductions=3):
             if [_dim(e) for e in mw.results] != [3, 4, 5, 2]:
                 continue
             if [_dim(e) for e in mo.results] != [0, 1, 2]:
@@ -388,7 +389,7 @@ def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int =
             if lh != ([2, 0, 0, 1, 0, 0], 0) or lw != ([0, 2, 0, 0, 1, 0], 0):
                 continue
             x, w, init = g.operands
-            xs, ws, os_ = _static(x), _static(w), _static(init)
+            xs, ws, os_ = static_shape(x), static_shape(w), static_shape(init)
             if xs is None or ws is None or os_ is None:
                 continue
             kh, kw, c, f = ws
@@ -458,11 +459,7 @@ def conv1x1_to_matmul(module: Any) -> int:
     ctx = module.context
     done = 0
     with ctx, ir.Location.unknown(ctx):
-        for g in _generics(module):
-            maps = _mul_add(g, reductions=1)
-            if maps is None:
-                continue
-            mx, mw, mo = maps
+        for g, (mx, mw, mo) in _mul_adds(module, reductions=1):
             if [_dim(e) for e in mo.results] != [0, 1, 2]:
                 continue
             wdims = [_dim(e) for e in mw.results]
@@ -476,8 +473,8 @@ def conv1x1_to_matmul(module: Any) -> int:
                 continue
             sh, sw = ch[0], cw[1]
             x, w, init = g.operands
-            xs, os_ = _static(x), _static(init)
-            if xs is None or os_ is None or _static(w) is None or sh < 1 or sw < 1:
+            xs, os_ = static_shape(x), static_shape(init)
+            if xs is None or os_ is None or static_shape(w) is None or sh < 1 or sw < 1:
                 continue
             oh, ow, f = os_
             c = xs[2]

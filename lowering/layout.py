@@ -31,7 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kiln.lowering.cnn import conv1x1_to_matmul, pool_nhwc, stem_space_to_depth
+from kiln.lowering.cnn import (
+    conv1x1_to_matmul,
+    ops_named,
+    pool_nhwc,
+    static_shape,
+    stem_space_to_depth,
+)
 
 if TYPE_CHECKING:
     from iree.compiler import ir
@@ -41,20 +47,6 @@ __all__ = ["PHASES", "REWRITES", "Rewrite", "apply_rewrites", "depthwise_to_nhwc
 _NCHW_TO_NHWC = [0, 2, 3, 1]
 _NHWC_TO_NCHW = [0, 3, 1, 2]
 _CHW_TO_HWC = [1, 2, 0]
-
-
-def _static_shape(value: Any) -> list[int] | None:
-    from iree.compiler import ir
-
-    t = value.type
-    if not isinstance(t, ir.RankedTensorType):
-        try:
-            t = ir.RankedTensorType(t)
-        except (ValueError, TypeError):
-            return None
-    if not t.has_static_shape:
-        return None
-    return list(t.shape)
 
 
 def _permuted(shape: list[int], perm: list[int]) -> list[int]:
@@ -72,21 +64,12 @@ def depthwise_to_nhwc(module: ir.Module | ir.Operation) -> int:
     from iree.compiler import ir
     from iree.compiler.dialects import linalg, tensor
 
-    root = module.operation if hasattr(module, "operation") else module
-    found: list[Any] = []
-
-    def visit(op: Any) -> Any:
-        if op.name == "linalg.depthwise_conv_2d_nchw_chw":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
     done = 0
-    for op in found:
+    for op in ops_named(module, "linalg.depthwise_conv_2d_nchw_chw"):
         if len(op.operands) != 3 or len(op.results) != 1:
             continue
         x, w, init = op.operands
-        shapes = [_static_shape(v) for v in (x, w, init)]
+        shapes = [static_shape(v) for v in (x, w, init)]
         if any(s is None for s in shapes) or len(shapes[0]) != 4 or len(shapes[1]) != 3:
             continue
         xs, ws, os_ = shapes
