@@ -174,20 +174,32 @@ def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | N
         f.write(source)
     with open(os.path.join(d, "command.txt"), "w") as f:
         if rewrites:
-            from kiln.lowering.layout import rewrite_stages
-
             base = cli_command(flags)[:-3]
-            src, prev = SOURCE_NAME, None
-            for i, (phase, names) in enumerate(rewrite_stages(rewrites), 1):
-                start = [f"--compile-from={prev}"] if prev else []
-                f.write(" ".join([*base, *start, f"--compile-to={phase}", "--emit-mlir-bytecode",
-                                  src, "-o", f"stage{i}.mlirbc"]) + "\n")
+            stages, last = _cli_stages(rewrites)
+            src = SOURCE_NAME
+            for i, (args, _, names) in enumerate(stages, 1):
+                f.write(" ".join([*base, *args, src, "-o", f"stage{i}.mlirbc"]) + "\n")
                 f.write(f"# then kiln.lowering.layout.apply_rewrites(module, {names!r})\n")
-                src, prev = f"stage{i}.mlirbc", phase
-            f.write(" ".join([*base, f"--compile-from={prev}", src, "-o", "out.vmfb"]) + "\n")
+                src = f"stage{i}.mlirbc"
+            f.write(" ".join([*base, *last, src, "-o", "out.vmfb"]) + "\n")
         else:
             f.write(" ".join(cli_command(flags)) + "\n")
     return d
+
+
+def _cli_stages(
+    rewrites: list[str],
+) -> tuple[list[tuple[list[str], str, list[str]]], list[str]]:
+    """The ``iree-compile`` arguments of a staged compile: for each phase a rewrite follows,
+    (arguments, phase, rewrite names), then the last run's arguments."""
+    from kiln.lowering.layout import rewrite_stages
+
+    stages, prev = [], None
+    for phase, names in rewrite_stages(rewrites):
+        start = [f"--compile-from={prev}"] if prev else []
+        stages.append(([*start, f"--compile-to={phase}", "--emit-mlir-bytecode"], phase, names))
+        prev = phase
+    return stages, [f"--compile-from={prev}"]
 
 
 def cli_command(flags: list[str]) -> list[str]:
@@ -326,24 +338,22 @@ def _compile_cli(
         exe = str(iree_compile_path())
         stderr = ""
         if rewrites:
-            from kiln.lowering.layout import rewrite_stages
-
             # Each stage's module is named like the source, in a folder of its own, so the
             # compiler sees the same buffer name as in one run (it is embedded in the output).
-            cwd, prev = tmp, None
-            for i, (phase, names) in enumerate(rewrite_stages(rewrites), 1):
+            stages, last = _cli_stages(rewrites)
+            cwd = tmp
+            for i, (args, phase, names) in enumerate(stages, 1):
                 stage = os.path.join(tmp, f"stage{i}")
                 os.mkdir(stage)
-                start = [f"--compile-from={prev}"] if prev else []
-                cmd = [exe, *flags, *start, f"--compile-to={phase}", "--emit-mlir-bytecode",
-                       SOURCE_NAME, "-o", os.path.join(stage, SOURCE_NAME)]
+                staged_path = os.path.join(stage, SOURCE_NAME)
+                cmd = [exe, *flags, *args, SOURCE_NAME, "-o", staged_path]
                 stderr += _run_cli(cmd, cwd, deadline, timeout)
-                with open(os.path.join(stage, SOURCE_NAME), "rb") as f:
+                with open(staged_path, "rb") as f:
                     staged = f.read()
-                with open(os.path.join(stage, SOURCE_NAME), "wb") as f:
+                with open(staged_path, "wb") as f:
                     f.write(_rewrite_bytecode(staged, names, phase, flags))
-                cwd, prev = stage, phase
-            cmd = [exe, *flags, f"--compile-from={prev}", SOURCE_NAME, "-o", out]
+                cwd = stage
+            cmd = [exe, *flags, *last, SOURCE_NAME, "-o", out]
             stderr += _run_cli(cmd, cwd, deadline, timeout)
         else:
             cmd = [exe, *flags, SOURCE_NAME, "-o", "out.vmfb"]
