@@ -95,8 +95,8 @@ class CompileKey:
     compiler_version: str
     compiler_hash: str
     key_version: int = KEY_VERSION
-    #: Kiln's own linalg rewrites (``kiln.lowering.layout``), applied between IREE's input
-    #: conversion and the rest of its pipeline; part of the key like the flags.
+    #: Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``), each applied after the
+    #: IREE phase it follows; part of the key like the flags.
     rewrites: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
