@@ -3,7 +3,8 @@
 Each rewrite follows one IREE phase: the compile stops there (``--compile-to=PHASE``), Kiln
 rewrites the module, and IREE resumes (``--compile-from=PHASE``). ``depthwise-nhwc`` (below)
 follows input conversion; ``pool-nhwc``, ``stem-s2d`` and ``conv1x1-matmul`` (``kiln.lowering.cnn``)
-follow global optimization.
+follow global optimization; ``conv-narrow-tiles`` (``kiln.lowering.tiles``) changes the tile sizes
+IREE's CPU backend chose, after its executable configurations.
 
 ``depthwise-nhwc``: ONNX and PyTorch graphs arrive channels-first, and IREE 3.13's input conversion
 turns a depthwise convolution into ``linalg.depthwise_conv_2d_nchw_chw``. Its channels-last
@@ -38,6 +39,7 @@ from kiln.lowering.cnn import (
     static_shape,
     stem_space_to_depth,
 )
+from kiln.lowering.tiles import conv_narrow_tiles
 
 if TYPE_CHECKING:
     from iree.compiler import ir
@@ -108,7 +110,7 @@ class Rewrite:
 
 
 #: IREE compile phases a rewrite may follow, in pipeline order.
-PHASES = ("input", "global-optimization")
+PHASES = ("input", "global-optimization", "executable-configurations")
 
 #: Rewrites by the name they carry in compile keys and artifacts.
 REWRITES: dict[str, Rewrite] = {
@@ -116,6 +118,7 @@ REWRITES: dict[str, Rewrite] = {
     "pool-nhwc": Rewrite("global-optimization", pool_nhwc),
     "stem-s2d": Rewrite("global-optimization", stem_space_to_depth),
     "conv1x1-matmul": Rewrite("global-optimization", conv1x1_to_matmul),
+    "conv-narrow-tiles": Rewrite("executable-configurations", conv_narrow_tiles),
 }
 
 

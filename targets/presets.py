@@ -101,7 +101,7 @@ _GPU_TUNED = ("--iree-opt-level=O3", "--iree-dispatch-creation-enable-aggressive
 # 1.63 ms at batch 1 (launch-bound); the CNNs compile to identical bytes with it.
 _CUDA_TUNED = _GPU_TUNED + ("--iree-dispatch-creation-enable-fuse-horizontal-contractions",)
 # Kiln's rewrites after IREE's global optimization, for plain CNNs on CPU (preset_rewrites).
-_CNN_REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul")
+_CNN_REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
 _ROCM_TUNING_SPECS = ("--iree-codegen-enable-default-tuning-specs",)
 _ROCM_SPEC_ARCHS = ("gfx942", "gfx950")
 
@@ -188,7 +188,10 @@ def preset_rewrites(
     write channels-last tensors as elementwise ops over strided slices; a 7x7 stride-2 stem over
     RGB as a 4x4 convolution over 12 channels; 1x1 convolutions as data-tiled 2-D matmuls), for
     a plain CNN on CPU with data-tiled convolutions (``default``, ``conv-tiled``): ResNet-18 in
-    about 0.75x the time, a ResNet-50-style network in 0.28x (docs/performance.md).
+    about 0.75x the time, a ResNet-50-style network in 0.28x (docs/performance.md). With them,
+    ``conv-narrow-tiles`` (``kiln.lowering.tiles``): a data-tiled convolution on an image at most
+    half a vector tile wide (ResNet's 7x7 stage) gets a vector tile of the image's width and a
+    workgroup tile of all its rows (0.75x the time of those layers).
     """
     if preset not in PRESETS:
         raise KeyError(preset)

@@ -18,7 +18,7 @@ from kiln.runtime import load_vmfb
 from kiln.targets import normalize_options, parse_target
 
 CPU = "cpu:x86_64:generic"
-REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul")
+REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
 
 
 def onnx_stem_cnn(

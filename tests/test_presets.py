@@ -203,11 +203,12 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
     assert preset_rewrites("cpu", "conv-direct", traits=dw) == ("depthwise-nhwc",)
     for preset in ("baseline", "fast-compile", "size", "conv-im2col"):
         assert preset_rewrites("cpu", preset, traits=dw) == ()
-    # A plain CNN with data-tiled convolutions on CPU gets the rewrites after global optimization.
+    # A plain CNN with data-tiled convolutions on CPU gets the rewrites after global optimization
+    # and the tile sizes of its narrow convolutions.
     cnn = {"conv": 3}
     for preset in ("default", "conv-tiled"):
         assert preset_rewrites("cpu", preset, traits=cnn) == (
-            "pool-nhwc", "stem-s2d", "conv1x1-matmul")
+            "pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
     for preset in ("baseline", "fast-compile", "size", "conv-im2col", "conv-direct"):
         assert preset_rewrites("cpu", preset, traits=cnn) == ()
     assert preset_rewrites("cpu", "default", traits={"matmul": 2}) == ()
