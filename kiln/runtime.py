@@ -49,6 +49,10 @@ class LoadedModule:
         def call(*args: Any) -> Any:
             inputs = [self._to_device(np.asarray(a)) for a in args]
             out = fn(*inputs)
+            # Release the inputs before reading the results: with an input still held, reading
+            # a large result took 0.6 ms more on local-task (a 56x56x64 convolution: 1.94 ms a
+            # call against 1.32 ms; measured in one process, interleaved).
+            del inputs
             if isinstance(out, tuple):
                 return tuple(self._to_host(o) for o in out)
             if isinstance(out, list):
