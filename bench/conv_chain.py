@@ -18,7 +18,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +28,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from bench.executables import _block  # noqa: E402
 from kiln.pipeline import Pipeline  # noqa: E402
 from kiln.resolver import detect_cpu  # noqa: E402
 from kiln.runtime import load_vmfb  # noqa: E402
@@ -62,17 +62,6 @@ def chain(size: int, channels: int, layers: int) -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
-
-
-def _block(fn, calls: int) -> float:
-    time.sleep(0.05)
-    fn()
-    out = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out)
 
 
 def main() -> None:
@@ -111,7 +100,7 @@ def main() -> None:
             for r in range(args.repeats):
                 order = list(engines)[r % 2:] + list(engines)[: r % 2]
                 for k in order:
-                    times[k].append(_block(engines[k], args.block))
+                    times[k].append(_block(engines[k], block=args.block, settle=0.05))
             ratio = statistics.median(a / b for a, b in zip(times["kiln"], times["ort"]))
             per = {k: statistics.median(v) * 1e3 / args.layers for k, v in times.items()}
             print(f"| {size}x{size}x{channels} | {per['ort']:.2f} | {per['kiln']:.2f} | "

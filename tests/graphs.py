@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -135,3 +136,25 @@ CASES: dict[str, tuple[bytes, str, Callable[[np.random.Generator], list[np.ndarr
     ),
     "torch": (TORCH.encode(), "main", _inputs3, lambda x, w, b: 1 / (1 + np.exp(-(x @ w + b)))),
 }
+
+
+def onnx_model(
+    name: str,
+    nodes: Sequence[Any],
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    inits: Mapping[str, np.ndarray],
+) -> tuple[bytes, Any]:
+    """An opset-17 ONNX model of ``nodes`` with ``inits`` as initializers, checked by onnx's
+    full checker: (serialized bytes, ModelProto)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph(
+        list(nodes), name, list(inputs), list(outputs),
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString(), model

@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from kiln.pipeline import Pipeline
 from kiln.runtime import load_vmfb
 from kiln.targets import normalize_options, parse_target
+from tests.graphs import onnx_model
 
 CPU = "cpu:x86_64:generic"
 REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
@@ -67,17 +68,13 @@ def onnx_stem_cnn(
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 5])]
     if pool_output:
         outputs.append(helper.make_tensor_value_info("p", TensorProto.FLOAT, [batch, f, ps, ps]))
-    graph = helper.make_graph(
-        nodes,
+    return onnx_model(
         "stem_cnn",
+        nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, size, size])],
         outputs,
-        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+        inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model.SerializeToString(), model
 
 
 def onnx_bottleneck(*, size: int = 16, batch: int = 1) -> tuple[bytes, onnx.ModelProto]:
@@ -112,17 +109,13 @@ def onnx_bottleneck(*, size: int = 16, batch: int = 1) -> tuple[bytes, onnx.Mode
         helper.make_node("Relu", ["s"], ["r"]),
         helper.make_node("GlobalAveragePool", ["r"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes,
+    return onnx_model(
         "bottleneck",
+        nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16, size, size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 32, 1, 1])],
-        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+        inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model.SerializeToString(), model
 
 
 def _check_against_reference(

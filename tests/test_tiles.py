@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from kiln.targets import normalize_options, parse_target
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from kiln.pipeline import Pipeline
 from kiln.resolver import detect_cpu
 from kiln.runtime import load_vmfb
+from kiln.targets import normalize_options, parse_target
+from tests.graphs import onnx_model
 
 # An AVX-512 CPU: IREE 3.13 data-tiles convolutions for it (16 columns x 16 channels a vector
 # tile); compiled here, not run, so any machine checks the configurations.
@@ -47,17 +48,13 @@ def last_stage(
         helper.make_node("Conv", ["s", "w2", "b2"], ["y"], pads=[1] * 4, strides=[2, 2]),
     ]
     out = (size + 1) // 2
-    graph = helper.make_graph(
-        nodes,
+    return onnx_model(
         "last_stage",
+        nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, size, size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 2 * c, out, out])],
-        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()],
+        inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model.SerializeToString(), model
 
 
 def _at_executable_configurations(
