@@ -41,33 +41,49 @@ an infinity).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["conv1x1_to_matmul", "ops_named", "pool_nhwc", "static_shape", "stem_space_to_depth"]
+__all__ = [
+    "PARALLEL",
+    "REDUCTION",
+    "conv1x1_to_matmul",
+    "indexing_maps",
+    "iterator_types",
+    "ops_named",
+    "ops_where",
+    "pool_nhwc",
+    "static_shape",
+    "stem_space_to_depth",
+]
 
-_PAR = "#linalg.iterator_type<parallel>"
-_RED = "#linalg.iterator_type<reduction>"
+PARALLEL = "#linalg.iterator_type<parallel>"
+REDUCTION = "#linalg.iterator_type<reduction>"
 # Window combiners a pooling body may use: out = f(out, in).
 _COMBINERS = {"arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.addf",
               "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.addi"}
 _MAX_WINDOW = 16  # 3x3 and 2x2 pools; a global pool is a reduction, not unrolled
 
 
-def ops_named(module: Any, name: str) -> list[Any]:
-    """Every op called ``name`` under ``module`` (a Module or an Operation), collected first so
-    the caller may rewrite them."""
+def ops_where(module: Any, pred: Callable[[Any], bool]) -> list[Any]:
+    """Every op under ``module`` (a Module or an Operation) for which ``pred`` holds, collected
+    first so the caller may rewrite them."""
     from iree.compiler import ir
 
     out: list[Any] = []
 
     def visit(op: Any) -> Any:
-        if op.name == name:
+        if pred(op):
             out.append(op)
         return ir.WalkResult.ADVANCE
 
     (module.operation if hasattr(module, "operation") else module).walk(visit)
     return out
+
+
+def ops_named(module: Any, name: str) -> list[Any]:
+    """Every op called ``name`` under ``module`` (see ``ops_where``)."""
+    return ops_where(module, lambda op: op.name == name)
 
 
 def _op(value_owner: Any) -> Any:
@@ -79,13 +95,13 @@ def _op(value_owner: Any) -> Any:
     return getattr(value_owner, "operation", value_owner)
 
 
-def _maps(op: Any) -> list[Any]:
+def indexing_maps(op: Any) -> list[Any]:
     from iree.compiler import ir
 
     return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
-def _iters(op: Any) -> list[str]:
+def iterator_types(op: Any) -> list[str]:
     from iree.compiler import ir
 
     return [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
@@ -154,11 +170,11 @@ def _mul_adds(module: Any, *, reductions: int) -> Iterator[tuple[Any, list[Any]]
     for g in ops_named(module, "linalg.generic"):
         if len(g.operands) != 3 or len(g.results) != 1:
             continue
-        if _iters(g) != [_PAR] * 3 + [_RED] * reductions:
+        if iterator_types(g) != [PARALLEL] * 3 + [REDUCTION] * reductions:
             continue
         if [o.name for o in _body(g)] != ["arith.mulf", "arith.addf", "linalg.yield"]:
             continue
-        yield g, _maps(g)
+        yield g, indexing_maps(g)
 
 
 def _transpose_perm(op: Any) -> list[int] | None:
@@ -167,7 +183,7 @@ def _transpose_perm(op: Any) -> list[int] | None:
     ``r[perm[0]], r[perm[1]]...``."""
     if op is None or op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 1:
         return None
-    if any(i != _PAR for i in _iters(op)):
+    if any(i != PARALLEL for i in iterator_types(op)):
         return None
     body = _body(op)
     block = op.regions[0].blocks[0]
@@ -175,7 +191,7 @@ def _transpose_perm(op: Any) -> list[int] | None:
         return None
     if body[0].operands[0] != block.arguments[0]:
         return None
-    m_in, m_out = _maps(op)
+    m_in, m_out = indexing_maps(op)
     perm = [_dim(e) for e in m_in.results]
     if [_dim(e) for e in m_out.results] != list(range(len(perm))):
         return None
@@ -190,11 +206,11 @@ def _window_op(g: Any) -> tuple[int, Any] | None:
     ``yield f(out, in)`` for a combiner ``f``. Returns (number of parallel dims, combiner op)."""
     if len(g.operands) != 3 or len(g.results) != 1:
         return None
-    it = _iters(g)
-    npar = it.count(_PAR)
-    if npar == 0 or it[:npar] != [_PAR] * npar or not it[npar:]:
+    it = iterator_types(g)
+    npar = it.count(PARALLEL)
+    if npar == 0 or it[:npar] != [PARALLEL] * npar or not it[npar:]:
         return None
-    if any(i != _RED for i in it[npar:]):
+    if any(i != REDUCTION for i in it[npar:]):
         return None
     block = g.regions[0].blocks[0]
     body = _body(g)
@@ -206,7 +222,7 @@ def _window_op(g: Any) -> tuple[int, Any] | None:
         return None
     if body[1].operands[0] != comb.results[0]:
         return None
-    maps = _maps(g)
+    maps = indexing_maps(g)
     if [_dim(e) for e in maps[2].results] != list(range(npar)):
         return None
     wdims = [_dim(e) for e in maps[1].results]
@@ -232,8 +248,8 @@ def _fold_transposes(g: Any, npar: int) -> Any:
     if init is None or init.name != "linalg.fill":
         return g
     src = t_op.operands[0]
-    nloops = len(_iters(g))
-    maps = _maps(g)
+    nloops = len(iterator_types(g))
+    maps = indexing_maps(g)
     inv = [0] * npar
     for j, d in enumerate(perm):
         inv[d] = j
@@ -285,9 +301,9 @@ def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
     from iree.compiler import ir
     from iree.compiler.dialects import linalg, tensor
 
-    it = _iters(g)
+    it = iterator_types(g)
     nloops = len(it)
-    maps = _maps(g)
+    maps = indexing_maps(g)
     x, window, init = g.operands
     sizes = dict(zip([_dim(e) for e in maps[1].results], static_shape(window) or []))
     offsets_list = list(itertools.product(*[range(sizes[d]) for d in range(npar, nloops)]))
@@ -330,7 +346,7 @@ def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
             [g.results[0].type], [s for s, _ in slices], [init],
             ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for _, m in slices]
                              + [ir.AffineMapAttr.get(ir.AffineMap.get_identity(npar))]),
-            ir.ArrayAttr.get([ir.Attribute.parse(_PAR)] * npar),
+            ir.ArrayAttr.get([ir.Attribute.parse(PARALLEL)] * npar),
         )
         block = new.regions[0].blocks.append(*([et] * len(slices)), ot)
     with ir.InsertionPoint(block), g.location:
@@ -498,7 +514,8 @@ def conv1x1_to_matmul(module: Any) -> int:
                     [ir.RankedTensorType.get([oh * ow, f], ot)], [lhs, w], [acc],
                     ir.ArrayAttr.get([ir.AffineMapAttr.get(ir.AffineMap.get(3, 0, r))
                                       for r in ([d[0], d[2]], w_map, [d[0], d[1]])]),
-                    ir.ArrayAttr.get([ir.Attribute.parse(a) for a in (_PAR, _PAR, _RED)]),
+                    ir.ArrayAttr.get([ir.Attribute.parse(a)
+                                      for a in (PARALLEL, PARALLEL, REDUCTION)]),
                 )
                 block = mm.regions[0].blocks.append(et, wt, ot)
                 with ir.InsertionPoint(block):

@@ -1,8 +1,9 @@
 """Kiln's rewrites of IREE's executable configurations (tile sizes), for CPU.
 
 They run after IREE's ``executable-configurations`` phase
-(``--compile-to=executable-configurations``), where each dispatch's root op carries the ``lowering_config`` that IREE's CPU backend chose (its
-distribution tile per workgroup and its vector tile), and before code generation.
+(``--compile-to=executable-configurations``), where each dispatch's root op carries the
+``lowering_config`` that IREE's CPU backend chose (its distribution tile per workgroup and its
+vector tile), and before code generation.
 
 ``conv-narrow-tiles``: a data-tiled convolution (``--iree-dispatch-creation-experimental-set-data-
 tiling-ops=convolution``) is a 9-loop generic over ``(n, oc/16, oh, ow, ic/16, kh, kw, oc%16,
@@ -32,11 +33,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kiln.lowering.cnn import ops_named, static_shape
+from kiln.lowering.cnn import (
+    PARALLEL as _P,
+    REDUCTION as _R,
+    indexing_maps,
+    iterator_types,
+    ops_named,
+    ops_where,
+    static_shape,
+)
 
 __all__ = ["conv_narrow_tiles"]
 
-_P, _R = "parallel", "reduction"
 _TILED_CONV_ITERS = [_P, _P, _P, _P, _R, _R, _R, _P, _R]
 _LIST = re.compile(r"(\w+) = \[([0-9, ]*)\]")
 
@@ -56,24 +64,12 @@ def _format(cfg: dict[str, list[int]]) -> str:
     return f"#iree_cpu.lowering_config<{body}>"
 
 
-def _iterators(op: Any) -> list[str]:
-    from iree.compiler import ir
-
-    if "iterator_types" not in op.attributes:
-        return []
-    return [str(a).removeprefix("#linalg.iterator_type<").removesuffix(">")
-            for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
 def _is_tiled_conv(op: Any) -> bool:
     """A data-tiled 2-D convolution as IREE materializes it: 9 loops in the order above, the
     input read at ``(n, ic/16, oh*s + kh, ow*s + kw, ic%16)``."""
-    from iree.compiler import ir
-
-    if _iterators(op) != _TILED_CONV_ITERS or len(op.operands) != 3:
+    if iterator_types(op) != _TILED_CONV_ITERS or len(op.operands) != 3:
         return False
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    x = [str(e) for e in maps[0].results]
+    x = [str(e) for e in indexing_maps(op)[0].results]
     return len(x) == 5 and "d2" in x[2] and "d5" in x[2] and "d3" in x[3] and "d6" in x[3]
 
 
@@ -109,28 +105,14 @@ def conv_narrow_tiles(module: Any) -> int:
             root.attributes["lowering_config"] = ir.Attribute.parse(_format(cfg))
             # The fill, the fused epilogue and the store into the unpacked output are tiled
             # by the root; their own vector tile follows its columns.
-            for op in _walk(func):
-                if "lowering_config" not in op.attributes:
-                    continue
+            for op in ops_where(func, lambda op: "lowering_config" in op.attributes):
                 other = _config(op.attributes["lowering_config"])
-                vec = (other or {}).get("vector_common_parallel")
-                if other is None or sorted(other) != ["vector_common_parallel"] or vec is None:
+                if other is None or list(other) != ["vector_common_parallel"]:
                     continue
+                vec = other["vector_common_parallel"]
                 if len(vec) == 5 and vec[3] == cols:
                     vec[3] = width
                     op.attributes["lowering_config"] = ir.Attribute.parse(_format(other))
         done += 1
     return done
 
-
-def _walk(func: Any) -> list[Any]:
-    from iree.compiler import ir
-
-    out: list[Any] = []
-
-    def visit(op: Any) -> Any:
-        out.append(op)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return out
