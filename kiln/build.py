@@ -7,9 +7,9 @@
     options = {opt_level = "O3"}      # optional, allow-listed compile options
 
 Output: ``DIR/<model>.<target>.vmfb`` per success plus ``DIR/manifest.json``:
-``{"artifacts": [{model, target, path, digest, key, cached, flags, rewrites}], "errors": [{model, target,
-error}]}`` in manifest order. Embedded (``kiln.pipeline`` with the disk cache) or remote
-(``Client``).
+``{"artifacts": [{model, target, path, digest, key, cached, flags, rewrites}],
+"errors": [{model, target, error}]}`` in manifest order. Embedded (``kiln.pipeline`` with the
+disk cache) or remote (``Client``).
 
 Failure semantics: a bad manifest (unreadable, not TOML, missing fields) raises ``InvalidRequest``
 before any work. Everything else fails per model × target — an unreadable or invalid graph fails
@@ -126,8 +126,8 @@ class Backend(Protocol):
     """Compiles one model for its targets.
 
     ``compile`` returns ``(artifacts, errors)``, where artifacts are ``(target, digest, key,
-    cached, flags, rewrites, data)`` and errors ``(target, KilnError)``; it raises only for failures of the
-    whole model (its graph).
+    cached, flags, rewrites, data)`` and errors ``(target, KilnError)``; it raises only for
+    failures of the whole model (its graph).
     """
 
     def compile(self, model: Model, data: bytes) -> tuple[

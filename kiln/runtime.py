@@ -3,9 +3,10 @@
 Works around iree.runtime 3.13 on Mesa lavapipe (and other Vulkan drivers whose
 ``minImportedHostPointerAlignment`` is 4096): numpy arrays are never imported as host allocations.
 Inputs are copied into device-local buffers, and results are copied out through a mapped staging
-buffer rather than ``DeviceArray.to_host()``. The CPU drivers (``local-task``, ``local-sync``) have no
-such restriction and read results with ``to_host()`` directly: the staging copy is a queue
-operation through the task system, and it cost 0.7 ms per call on a 4 ms transformer encoder.
+buffer rather than ``DeviceArray.to_host()``. The CPU drivers (``local-task``, ``local-sync``)
+have no such restriction and read results with ``to_host()`` directly: the staging copy is a
+queue operation through the task system, and it cost 0.7 ms per call on a 4 ms transformer
+encoder.
 """
 
 from __future__ import annotations
