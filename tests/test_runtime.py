@@ -1,0 +1,168 @@
+"""The client runtime's call path (kiln.runtime): the polling wait on local-task against the
+blocking one, on real executables compiled by Kiln and run on this machine's CPU.
+
+ONNX and torch graphs compile to a function with an asynchronous form (``main$async``), which
+the runtime polls; MLIR in the other dialects compiles to a synchronous function only, which it
+calls as it is."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from kiln.pipeline import Pipeline
+from kiln.runtime import _PollingInvoker, load_vmfb
+from tests.graphs import onnx_model
+
+CPU = "cpu:x86_64"
+
+# Two inputs, two results of different shapes: y1 = relu(a @ b), y2 = a + 1.
+TWO_IN_TWO_OUT = """
+func.func @main(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> (tensor<64x48xf32>, tensor<64x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<64x48xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x48xf32>) outs(%f : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<64x48xf32>) outs(%e : tensor<64x48xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<64x48xf32>
+  %e2 = tensor.empty() : tensor<64x32xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x32xf32>) outs(%e2 : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %one : f32
+    linalg.yield %s : f32
+  } -> tensor<64x32xf32>
+  return %r, %p : tensor<64x48xf32>, tensor<64x32xf32>
+}
+"""
+
+
+def _onnx_two_in_two_out() -> bytes:
+    from onnx import TensorProto, helper
+
+    f32 = TensorProto.FLOAT
+    data, _ = onnx_model(
+        "main",
+        [helper.make_node("MatMul", ["a", "b"], ["mm"]),
+         helper.make_node("Relu", ["mm"], ["y1"]),
+         helper.make_node("Add", ["a", "one"], ["y2"])],
+        [helper.make_tensor_value_info("a", f32, [64, 32]),
+         helper.make_tensor_value_info("b", f32, [32, 48])],
+        [helper.make_tensor_value_info("y1", f32, [64, 48]),
+         helper.make_tensor_value_info("y2", f32, [64, 32])],
+        {"one": np.ones((1,), np.float32)},
+    )
+    return data
+
+
+@pytest.fixture(scope="module")
+def vmfb(pipeline: Pipeline) -> bytes:
+    res = pipeline.compile(_onnx_two_in_two_out(), targets=[CPU])
+    assert not res.errors, res.errors
+    assert list(res.functions) == ["main"]
+    return res.artifacts[0].data
+
+
+def _inputs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((64, 32)).astype(np.float32),
+            rng.standard_normal((32, 48)).astype(np.float32))
+
+
+def _expected(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.maximum(a @ b, 0), a + 1
+
+
+def test_local_task_polls_and_gets_the_same_results_as_blocking(vmfb: bytes) -> None:
+    polled = load_vmfb(vmfb, driver="local-task")
+    blocked = load_vmfb(vmfb, driver="local-task", wait="block")
+    assert polled.wait == "poll" and blocked.wait == "block"
+    assert isinstance(polled._polling("main"), _PollingInvoker)
+    for seed in range(3):  # repeated calls reuse nothing stale
+        a, b = _inputs(seed)
+        y1, y2 = polled.main(a, b)
+        z1, z2 = blocked.main(a, b)
+        e1, e2 = _expected(a, b)
+        np.testing.assert_allclose(y1, e1, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(y2, e2)
+        np.testing.assert_array_equal(y1, z1)
+        np.testing.assert_array_equal(y2, z2)
+
+
+def test_other_drivers_block_by_default(vmfb: bytes) -> None:
+    assert load_vmfb(vmfb, driver="local-sync").wait == "block"
+    y1, _ = load_vmfb(vmfb, driver="local-sync").main(*_inputs())
+    np.testing.assert_allclose(y1, _expected(*_inputs())[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="wait must be"):
+        load_vmfb(vmfb, driver="local-task", wait="spin")
+
+
+def test_a_call_past_its_poll_budget_blocks_and_still_answers(vmfb: bytes) -> None:
+    mod = load_vmfb(vmfb, driver="local-task", poll_budget_s=0.0)
+    y1, y2 = mod.main(*_inputs(5))
+    e1, e2 = _expected(*_inputs(5))
+    np.testing.assert_allclose(y1, e1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(y2, e2)
+
+
+def test_bad_arguments_raise_instead_of_hanging(vmfb: bytes) -> None:
+    mod = load_vmfb(vmfb, driver="local-task")
+    a, b = _inputs()
+    with pytest.raises((ValueError, RuntimeError)):
+        mod.main(a.T.copy(), b)  # wrong shape: rejected by the module's own checks
+    with pytest.raises((ValueError, RuntimeError, TypeError)):
+        mod.main(a)  # missing argument
+    y1, _ = mod.main(a, b)  # the module still works afterwards
+    np.testing.assert_allclose(y1, _expected(a, b)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_threads_calling_one_module_each_get_their_own_results(vmfb: bytes) -> None:
+    mod = load_vmfb(vmfb, driver="local-task")
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(10):
+                a, b = _inputs(seed * 100 + i)
+                y1, y2 = mod.main(a, b)
+                e1, e2 = _expected(a, b)
+                np.testing.assert_allclose(y1, e1, rtol=1e-5, atol=1e-5)
+                np.testing.assert_array_equal(y2, e2)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+
+
+def test_a_module_without_an_async_form_falls_back_to_the_blocking_call(
+    pipeline: Pipeline,
+) -> None:
+    # MLIR in linalg: one synchronous function, no `main$async` to poll
+    res = pipeline.compile(TWO_IN_TWO_OUT.encode(), targets=[CPU], format="mlir")
+    assert not res.errors, res.errors
+    mod = load_vmfb(res.artifacts[0].data, driver="local-task")
+    assert mod.wait == "poll" and mod._polling("main") is None
+    y1, y2 = mod.main(*_inputs(2))
+    e1, e2 = _expected(*_inputs(2))
+    np.testing.assert_allclose(y1, e1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(y2, e2)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
