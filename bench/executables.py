@@ -3,7 +3,9 @@
 
 Each model is compiled THROUGH KILN (``Pipeline.compile``, no cache) for this machine's own CPU
 target (``kiln.resolver.detect_cpu().target``) with default options, run with ``iree.runtime``
-(local-task, its default thread count; ``--sync`` adds local-sync) and alternated with
+(local-task, its default thread count, through ``kiln.runtime`` as a client runs it: the call
+polls for its results; ``--blocking-wait`` adds the same executable with a caller that sleeps
+until they are ready, ``--sync`` adds local-sync) and alternated with
 onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy shared
 machine slows both alike. Each round runs every engine in a block of its own (a 50 ms pause, one
 untimed call, then ``--block`` timed calls): onnxruntime's spinning threads must not steal the
@@ -75,13 +77,13 @@ def _block(call: Any, *, block: int, settle: float) -> float:
 def run(
     models: list[str],
     *,
-    configs: dict[str, tuple[dict[str, Any], str]],
+    configs: dict[str, tuple[dict[str, Any], str] | tuple[dict[str, Any], str, str]],
     repeats: int,
     target: str,
     block: int = 5,
     settle: float = 0.05,
 ) -> list[dict[str, Any]]:
-    """``configs``: label → (compile options, iree.runtime driver)."""
+    """``configs``: label → (compile options, iree.runtime driver[, the runtime's wait mode])."""
     import onnxruntime as ort
 
     rows = []
@@ -98,7 +100,7 @@ def run(
             fns = {}
             info: dict[str, dict[str, Any]] = {}
             built: dict[str, Any] = {}
-            for label, (options, driver) in configs.items():
+            for label, (options, driver, *wait) in configs.items():
                 t0 = time.perf_counter()
                 okey = repr(sorted(options.items()))
                 res = built.get(okey) or pipe.compile(data, targets=[target], options=options)
@@ -106,7 +108,8 @@ def run(
                 if res.errors:
                     raise SystemExit(f"{name} [{label}]: {res.errors[0].error}")
                 art = res.artifacts[0]
-                fn = load_vmfb(art.data, driver=driver)[res.functions[0]]
+                mod = load_vmfb(art.data, driver=driver, wait=wait[0] if wait else "auto")
+                fn = mod[res.functions[0]]
                 y = fn(x)
                 fn(x)
                 info[label] = {
@@ -227,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--both", action="store_true", help="baseline and default, alternated together")
     ap.add_argument("--sync", action="store_true",
                     help="also run the default executable on local-sync (one thread, inline)")
+    ap.add_argument("--blocking-wait", action="store_true",
+                    help="also run the default executable with the runtime's blocking wait "
+                         "(kiln.runtime wait='block'; the default polls on local-task)")
     ap.add_argument("--autotune", action="store_true",
                     help="also autotune each model (kiln.autotune) and show what it picks")
     ap.add_argument("--record", action="store_true", help=f"write {SECTION!r} in bench/RESULTS.md")
@@ -241,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         configs = after
     if args.sync:
         configs["after (default), local-sync"] = ({}, "local-sync")
+    if args.blocking_wait:
+        configs["after (default), blocking wait"] = ({}, "local-task", "block")
     target = detect_cpu().target
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
