@@ -149,8 +149,12 @@ def _check_against_reference(
         {"pool_attrs": {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0] * 4}},
         {"pool_attrs": {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [2] * 4,
                         "dilations": [2, 2]}},
+        {"channels": 1},  # grayscale: 4 channels after space to depth, nothing padded
+        {"channels": 5},  # padded to 8 channels: 32 after space to depth
+        {"channels": 8},  # already a power of two
     ],
-    ids=["maxpool", "avgpool", "pool-is-an-output", "batch2", "pool2x2", "dilated-pool"],
+    ids=["maxpool", "avgpool", "pool-is-an-output", "batch2", "pool2x2", "dilated-pool",
+         "1-channel", "5-channels", "8-channels"],
 )
 def test_rewritten_cnn_matches_the_reference(pipeline: Pipeline, kw: dict[str, Any]) -> None:
     data, model = onnx_stem_cnn(**kw)
@@ -229,8 +233,11 @@ def test_each_rewrite_matches_its_op_once(pipeline: Pipeline, tmp_path: Any) -> 
         assert stem_space_to_depth(module) == 1
         module.operation.verify()
         text = str(module)
-        # 32x32 input, 7x7 stem padded by 3: 38x38x3 -> 19x19x12, the 7x7 kernel -> 4x4x12.
-        assert "tensor<19x19x12xf32>" in text and "tensor<4x4x12x8xf32>" in text
+        # 32x32 input, 7x7 stem padded by 3: 38x38x3, its channels zero-padded to 4 (whole
+        # vector blocks after space to depth) -> 19x19x16; the 7x7 kernel -> 8x8x4 -> 4x4x16.
+        assert "tensor<38x38x4xf32>" in text and "tensor<19x19x16xf32>" in text
+        assert "tensor<8x8x4x8xf32>" in text and "tensor<4x4x16x8xf32>" in text
+        assert "tensor<19x19x12xf32>" not in text
         assert pool_nhwc(module) == 0 and stem_space_to_depth(module) == 0  # nothing left
     del module
     session.close()
