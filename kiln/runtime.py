@@ -22,6 +22,7 @@ docs/performance.md ("the caller's wait") has the measurements.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -115,8 +116,8 @@ class LoadedModule:
         a_args, _, a_res = async_cc.group(1).partition("_")
         if a_args != s_args + "rr" or a_res != s_res:
             return None
-        return _PollingInvoker(self._ctx.vm_context, self.device, sync_fn, async_fn,
-                               budget_s=self.poll_budget_s)
+        return _polling_invoker_class()(self._ctx.vm_context, self.device, sync_fn, async_fn,
+                                        budget_s=self.poll_budget_s)
 
     def _to_device(self, a: np.ndarray) -> Any:
         rt = self._rt
@@ -160,39 +161,38 @@ class LoadedModule:
         return host
 
 
-def _invoker_base() -> type:
+@functools.cache
+def _polling_invoker_class() -> type:
+    """iree.runtime's invoker (its argument packing and result unpacking, driven by the sync
+    function's ABI) with the call routed through the ``$async`` form and a polling wait. Built
+    on first use, so importing this module does not import iree.runtime."""
+    import iree.runtime as rt
     from iree.runtime.function import FunctionInvoker
 
-    return FunctionInvoker
+    class PollingInvoker(FunctionInvoker):  # type: ignore[misc]
+        __slots__ = ["_async_fn", "_budget_s"]
 
+        def __init__(self, vm_context: Any, device: Any, sync_fn: Any, async_fn: Any, *,
+                     budget_s: float) -> None:
+            super().__init__(vm_context, device, sync_fn)
+            self._async_fn = async_fn
+            self._budget_s = budget_s
 
-class _PollingInvoker(_invoker_base()):  # type: ignore[misc]
-    """iree.runtime's invoker (its argument packing and result unpacking, driven by the sync
-    function's ABI) with the call routed through the ``$async`` form and a polling wait."""
+        def _invoke(self, arg_list: Any, ret_list: Any) -> None:
+            sem = self._device.create_semaphore(0)
+            done = rt.HalFence.create_at(sem, 1)
+            arg_list.push_ref(rt.HalFence(0))  # nothing to wait for: the inputs are ready
+            arg_list.push_ref(done)
+            self._vm_context.invoke(self._async_fn, arg_list, ret_list)
+            deadline = time.perf_counter() + self._budget_s
+            # query() raises if the work failed (the semaphore carries the failure).
+            while sem.query() < 1:
+                if time.perf_counter() > deadline:
+                    done.wait()
+                    break
+                os.sched_yield()
 
-    __slots__ = ["_async_fn", "_budget_s"]
-
-    def __init__(self, vm_context: Any, device: Any, sync_fn: Any, async_fn: Any, *,
-                 budget_s: float) -> None:
-        super().__init__(vm_context, device, sync_fn)
-        self._async_fn = async_fn
-        self._budget_s = budget_s
-
-    def _invoke(self, arg_list: Any, ret_list: Any) -> None:
-        import iree.runtime as rt
-
-        sem = self._device.create_semaphore(0)
-        done = rt.HalFence.create_at(sem, 1)
-        arg_list.push_ref(rt.HalFence(0))  # nothing to wait for: the inputs are ready
-        arg_list.push_ref(done)
-        self._vm_context.invoke(self._async_fn, arg_list, ret_list)
-        deadline = time.perf_counter() + self._budget_s
-        # query() raises if the work failed (the semaphore carries the failure).
-        while sem.query() < 1:
-            if time.perf_counter() > deadline:
-                done.wait()
-                break
-            os.sched_yield()
+    return PollingInvoker
 
 
 def load_vmfb(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from kiln.pipeline import Pipeline
-from kiln.runtime import _PollingInvoker, load_vmfb
+from kiln.runtime import _polling_invoker_class, load_vmfb
 from tests.graphs import onnx_model
 
 CPU = "cpu:x86_64"
@@ -87,7 +87,7 @@ def test_local_task_polls_and_gets_the_same_results_as_blocking(vmfb: bytes) -> 
     polled = load_vmfb(vmfb, driver="local-task")
     blocked = load_vmfb(vmfb, driver="local-task", wait="block")
     assert polled.wait == "poll" and blocked.wait == "block"
-    assert isinstance(polled._polling("main"), _PollingInvoker)
+    assert isinstance(polled._polling("main"), _polling_invoker_class())
     for seed in range(3):  # repeated calls reuse nothing stale
         a, b = _inputs(seed)
         y1, y2 = polled.main(a, b)
@@ -97,6 +97,15 @@ def test_local_task_polls_and_gets_the_same_results_as_blocking(vmfb: bytes) -> 
         np.testing.assert_array_equal(y2, e2)
         np.testing.assert_array_equal(y1, z1)
         np.testing.assert_array_equal(y2, z2)
+
+
+def test_importing_the_runtime_module_does_not_import_iree_runtime() -> None:
+    import subprocess
+
+    code = "import sys, kiln.runtime, kiln.client; print('iree.runtime' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "False"
 
 
 def test_other_drivers_block_by_default(vmfb: bytes) -> None:
