@@ -17,6 +17,9 @@ an hour on 2 idle cores, more on shared ones; ``--sample 4`` takes a quarter)::
 Tests run in an interleaved order (every 4th first): a run stopped early leaves
 ``results.json.partial``, an evenly spread subset that ``--reuse`` picks up.
 
+Every run, a subset too, is checked against those expectations: an expected pass that no longer
+passes is printed as a REGRESSION and the command exits 1.
+
 ``--reuse results.json`` skips work whose inputs did not change: a raw-IREE result is reused when
 the compiler is the same; a Kiln result when the imported graph's canonical digest (which covers
 every fix-up) is the same. ``--only REGEX`` / ``--sample N`` run a subset (then nothing is
@@ -365,6 +368,26 @@ def write_sample(size: int) -> list[str]:
     return chosen
 
 
+def _regressed(results: dict[str, dict[str, TargetResult]]) -> dict[str, dict[str, TargetResult]]:
+    """Per Kiln column, the expected passes among ``results`` that did not pass."""
+    regressed: dict[str, dict[str, TargetResult]] = {}
+    for col in KILN_COLUMNS:
+        expected = read_expectations(expectations_path(col))
+        bad = regressions(expected, {n: r[col] for n, r in results.items()})
+        if bad:
+            regressed[col] = bad
+    return regressed
+
+
+def _report(regressed: dict[str, dict[str, TargetResult]]) -> None:
+    for col, bad in regressed.items():
+        print(f"REGRESSION on {col}: {len(bad)} expected passes now fail:")
+        for n, r in bad.items():
+            print(f"  {n}: {r.outcome.value} {r.detail[:160]}")
+    if not regressed:
+        print("no regressions against the expected passes of the tests run")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--workers", type=int, default=2, help="compile worker processes")
@@ -409,23 +432,17 @@ def main(argv: list[str] | None = None) -> int:
     print(table(counted_results))
     print(f"{len(results)} tests in {meta['seconds']} s")
 
+    regressed = _regressed(results)
     if not (full or args.write):
-        return 0
+        # A subset is still checked against the expectations; nothing is rewritten.
+        _report(regressed)
+        return 1 if regressed else 0
     Path(args.results).write_text(json.dumps(
         {"meta": meta,
          "tests": {n: {c: r.to_json() for c, r in row.items()}
                    for n, row in sorted(results.items())}},
         indent=1, sort_keys=True) + "\n")
-    regressed: dict[str, dict[str, TargetResult]] = {}
-    for col in KILN_COLUMNS:
-        expected = read_expectations(expectations_path(col))
-        bad = regressions(expected, {n: r[col] for n, r in results.items()})
-        if bad:
-            regressed[col] = bad
-    for col, bad in regressed.items():
-        print(f"REGRESSION on {col}: {len(bad)} expected passes now fail:")
-        for n, r in bad.items():
-            print(f"  {n}: {r.outcome.value} {r.detail[:160]}")
+    _report(regressed)
     if regressed and not args.accept_regressions:
         print("expectations NOT rewritten (use --accept-regressions to drop them)")
         return 1
