@@ -59,6 +59,7 @@ class LoadedModule:
         # Polling pays only where the device's work runs on the host's own threads.
         self.wait = ("poll" if driver == "local-task" else "block") if wait == "auto" else wait
         self.poll_budget_s = poll_budget_s
+        self._functions: dict[str, Callable[..., Any]] = {}
         self.device = device if device is not None else rt.get_device(driver)
         self._ctx = rt.SystemContext(config=rt.Config(device=self.device))
         self._vm = rt.VmModule.copy_buffer(self._ctx.instance, data)
@@ -71,6 +72,13 @@ class LoadedModule:
         return [f.name for f in self._vm.function_names] if hasattr(self._vm, "function_names") else []
 
     def function(self, name: str) -> Callable[..., Any]:
+        # Built once per name: ``mod.f(x)`` in a loop must not redo the lookups and the ABI
+        # parsing (11 us a call).
+        if name not in self._functions:
+            self._functions[name] = self._build(name)
+        return self._functions[name]
+
+    def _build(self, name: str) -> Callable[..., Any]:
         fn = self._mod[name]
         if self.wait == "poll":
             fn = self._polling(name) or fn
