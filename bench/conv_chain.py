@@ -10,6 +10,12 @@ in one process, a block of calls each, in rotating order; reported: milliseconds
 both and the median of the per-round ratios (docs/performance.md, "fourth pass").
 
     .venv/bin/python bench/conv_chain.py [--layers 8] [--repeats 15] [--shapes 56x64,7x512]
+        [--threads 1]
+
+``--threads N`` runs both engines on N threads (onnxruntime's intra-op threads, IREE's task
+workers ``--task_topology_max_group_count=N``); by default onnxruntime gets 2 and IREE its own
+topology (one worker per core). The sixth pass used ``--threads 1`` to separate the kernels
+from their scaling (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -71,12 +77,23 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=5, help="timed calls per engine per round")
     ap.add_argument("--shapes", default=",".join(f"{s}x{c}" for s, c in SHAPES),
                     help="comma-separated SIZExCHANNELS")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads for both engines (default: ORT 2, IREE one worker per core)")
     args = ap.parse_args()
 
     import onnxruntime as ort
 
+    if args.threads:
+        import iree.runtime as rt
+
+        # before the first device exists: kiln.runtime creates it on the first load
+        rt.flags.parse_flags(f"--task_topology_max_group_count={args.threads}")
+
     target = detect_cpu().target
-    print(f"target {target}; {args.layers} layers a chain, {args.repeats} rounds")
+    threads = args.threads or 2
+    print(f"target {target}; {args.layers} layers a chain, {args.repeats} rounds; "
+          f"onnxruntime {threads} threads, IREE "
+          f"{f'{args.threads} workers' if args.threads else 'default workers'}")
     print("| shape | onnxruntime ms a layer | Kiln ms a layer | Kiln/ORT | max abs err |")
     print("|---|---:|---:|---:|---:|")
     with Pipeline(workers=1) as pipeline:
@@ -88,7 +105,7 @@ def main() -> None:
                 raise SystemExit(f"{spec}: {res.errors[0].error}")
             fn = load_vmfb(res.artifacts[0].data, driver="local-task")[model.graph.name]
             so = ort.SessionOptions()
-            so.intra_op_num_threads = 2
+            so.intra_op_num_threads = threads
             sess = ort.InferenceSession(model.SerializeToString(), so,
                                         providers=["CPUExecutionProvider"])
             x = np.random.default_rng(2).random((1, channels, size, size), dtype=np.float32)
