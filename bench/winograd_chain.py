@@ -31,7 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
 
 from bench.conv_chain import chain  # noqa: E402
 from bench.executables import _block  # noqa: E402
@@ -163,7 +163,7 @@ def main() -> None:
                 for k in names[r % 3:] + names[: r % 3]:
                     times[k].append(_block(engines[k], block=args.block, settle=0.05))
 
-            def ratio(a: str, b: str) -> float:
+            def ratio(a: str, b: str, times: dict[str, list[float]] = times) -> float:
                 return statistics.median(p / q for p, q in zip(times[a], times[b]))
 
             per = {k: statistics.median(v) * 1e3 / args.layers for k, v in times.items()}
