@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from bench.executables import _block  # noqa: E402
+from bench.executables import alternate  # noqa: E402
 from kiln.pipeline import Pipeline  # noqa: E402
 from kiln.resolver import detect_cpu  # noqa: E402
 from kiln.runtime import load_vmfb  # noqa: E402
@@ -80,6 +80,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help="threads for both engines (default: ORT 2, IREE one worker per core)")
     args = ap.parse_args()
+    if args.threads < 0:
+        ap.error("--threads must be 1 or more (0: the defaults)")
 
     import onnxruntime as ort
 
@@ -113,11 +115,7 @@ def main() -> None:
             err = float(np.abs(fn(x) - want).max())
             engines = {"ort": lambda sess=sess, x=x: sess.run(None, {"x": x}),
                        "kiln": lambda fn=fn, x=x: fn(x)}
-            times: dict[str, list[float]] = {k: [] for k in engines}
-            for r in range(args.repeats):
-                order = list(engines)[r % 2:] + list(engines)[: r % 2]
-                for k in order:
-                    times[k].append(_block(engines[k], block=args.block, settle=0.05))
+            times = alternate(engines, repeats=args.repeats, block=args.block)
             ratio = statistics.median(a / b for a, b in zip(times["kiln"], times["ort"]))
             per = {k: statistics.median(v) * 1e3 / args.layers for k, v in times.items()}
             print(f"| {size}x{size}x{channels} | {per['ort']:.2f} | {per['kiln']:.2f} | "

@@ -74,6 +74,21 @@ def _block(call: Any, *, block: int, settle: float) -> float:
     return statistics.median(out)
 
 
+def alternate(calls: dict[str, Any], *, repeats: int, block: int,
+              settle: float = 0.05) -> dict[str, list[float]]:
+    """``repeats`` rounds of one ``_block`` per engine; per engine, its block times in order.
+
+    The order rotates each round: the block right after onnxruntime's can run faster than the
+    next one (docs/performance.md, "Measuring"), so no engine always takes that place.
+    """
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    order = list(calls)
+    for r in range(repeats):
+        for label in order[r % len(order):] + order[:r % len(order)]:
+            times[label].append(_block(calls[label], block=block, settle=settle))
+    return times
+
+
 def run(
     models: list[str],
     *,
@@ -122,16 +137,9 @@ def run(
                 fns[label] = fn
                 print(f"{name} [{label}]: compiled in {info[label]['compile_s']:.1f}s, "
                       f"max err {info[label]['max_err']:.2e}", file=sys.stderr, flush=True)
-            times: dict[str, list[float]] = {"ort": [], **{k: [] for k in fns}}
             calls: dict[str, Any] = {"ort": lambda: sess.run(None, feed)}
             calls.update({label: (lambda fn=fn: fn(x)) for label, fn in fns.items()})
-            order = list(calls)
-            for r in range(repeats):
-                # Rotate the order each round: the block right after onnxruntime's can run
-                # faster than the next one (docs/performance.md, "Measuring"), so no engine
-                # always takes that place.
-                for label in order[r % len(order):] + order[:r % len(order)]:
-                    times[label].append(_block(calls[label], block=block, settle=settle))
+            times = alternate(calls, repeats=repeats, block=block, settle=settle)
             ort_ms = statistics.median(times["ort"]) * 1e3
             for label in fns:
                 ratios = [a / b for a, b in zip(times[label], times["ort"], strict=True)]

@@ -34,7 +34,7 @@ import onnx  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
 from bench.conv_chain import chain  # noqa: E402
-from bench.executables import _block  # noqa: E402
+from bench.executables import alternate  # noqa: E402
 from kiln.pipeline import Pipeline  # noqa: E402
 from kiln.resolver import detect_cpu  # noqa: E402
 from kiln.runtime import load_vmfb  # noqa: E402
@@ -157,11 +157,7 @@ def main() -> None:
             errs = [float(np.abs(fns[k](x) - want).max()) for k in ("direct", "winograd")]
             engines = {"ort": lambda sess=sess, x=x: sess.run(None, {"x": x}),
                        **{k: (lambda f=f, x=x: f(x)) for k, f in fns.items()}}
-            times: dict[str, list[float]] = {k: [] for k in engines}
-            names = list(engines)
-            for r in range(args.repeats):
-                for k in names[r % 3:] + names[: r % 3]:
-                    times[k].append(_block(engines[k], block=args.block, settle=0.05))
+            times = alternate(engines, repeats=args.repeats, block=args.block)
 
             def ratio(a: str, b: str, times: dict[str, list[float]] = times) -> float:
                 return statistics.median(p / q for p, q in zip(times[a], times[b]))
