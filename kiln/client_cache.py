@@ -25,7 +25,9 @@ __all__ = ["LocalCache", "default_client_cache_dir", "request_key"]
 
 log = logging.getLogger(__name__)
 
-KEY_VERSION = 1  # bump when an input of request_key changes
+# Bump when an input of request_key changes, or when the server's answer to the same request
+# does (2: MLIR inputs get asynchronous entry points, kiln.lowering.entry_points).
+KEY_VERSION = 2
 
 
 def default_client_cache_dir() -> Path:

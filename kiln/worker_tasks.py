@@ -51,6 +51,7 @@ def prepare(
     from kiln.dialects.traits import graph_traits
     from kiln.dialects.types import GraphFormat, InputDialect
     from kiln.lowering.canonical import canonicalize, digest_text
+    from kiln.lowering.entry_points import add_async_entry_points
 
     fmt = detect_format(data, declared=declared_format)
     ctx = _context()
@@ -76,6 +77,9 @@ def prepare(
         dialect = dialect_of(mlir_dialect.op_names(module))
     functions = mlir_dialect.public_functions(module)
     traits = graph_traits(module)
+    if dialect not in (InputDialect.ONNX, InputDialect.TORCH):
+        # IREE's torch conversion already exports f$async beside f (lowering/entry_points.py).
+        add_async_entry_points(module)
     canonical = canonicalize(module)
     del module
     return {

@@ -1,12 +1,14 @@
 """The client runtime's call path (kiln.runtime): the polling wait on local-task against the
 blocking one, on real executables compiled by Kiln and run on this machine's CPU.
 
-ONNX and torch graphs compile to a function with an asynchronous form (``main$async``), which
-the runtime polls; MLIR in the other dialects compiles to a synchronous function only, which it
-calls as it is."""
+Every graph Kiln compiles has an asynchronous form of each entry point (``main$async``), which
+the runtime polls: IREE writes it for ONNX and torch graphs, Kiln adds it for MLIR in linalg,
+StableHLO and TOSA (kiln.lowering.entry_points). A module without one (compiled by plain
+``iree-compile``) is called as it is."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 
@@ -15,6 +17,8 @@ import pytest
 
 from kiln.pipeline import Pipeline
 from kiln.runtime import _polling_invoker_class, load_vmfb
+from kiln.targets.toolchain import iree_compile_path
+from tests import graphs
 from tests.graphs import onnx_model
 
 CPU = "cpu:x86_64"
@@ -159,13 +163,47 @@ def test_threads_calling_one_module_each_get_their_own_results(vmfb: bytes) -> N
     assert not errors, errors
 
 
-def test_a_module_without_an_async_form_falls_back_to_the_blocking_call(
-    pipeline: Pipeline,
+@pytest.mark.parametrize("dialect", ["linalg", "stablehlo", "tosa"])
+def test_mlir_inputs_get_a_polled_async_form_with_the_same_results(
+    pipeline: Pipeline, dialect: str
 ) -> None:
-    # MLIR in linalg: one synchronous function, no `main$async` to poll
-    res = pipeline.compile(TWO_IN_TWO_OUT.encode(), targets=[CPU], format="mlir")
+    src = TWO_IN_TWO_OUT if dialect == "linalg" else getattr(graphs, dialect.upper())
+    res = pipeline.compile(src.encode(), targets=[CPU], format="mlir")
     assert not res.errors, res.errors
-    mod = load_vmfb(res.artifacts[0].data, driver="local-task")
+    polled = load_vmfb(res.artifacts[0].data, driver="local-task")
+    blocked = load_vmfb(res.artifacts[0].data, driver="local-task", wait="block")
+    assert isinstance(polled._polling("main"), _polling_invoker_class())
+    rng = np.random.default_rng(3)
+    if dialect == "linalg":
+        args = _inputs(3)
+        e1, e2 = _expected(*args)
+        for mod in (polled, blocked):
+            y1, y2 = mod.main(*args)
+            np.testing.assert_allclose(y1, e1, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(y2, e2)
+        return
+    if dialect == "stablehlo":  # tanh(x @ w + b)
+        x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 8), (8, 3), (3,)))
+        args, want = (x, w, b), np.tanh(x @ w + b)
+    else:  # tosa: max(exp(x + y), x)
+        x, y = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2))
+        args, want = (x, y), np.maximum(np.exp(x + y), x)
+    for mod in (polled, blocked):
+        for _ in range(3):
+            np.testing.assert_allclose(mod.main(*args), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_module_without_an_async_form_falls_back_to_the_blocking_call(
+    tmp_path: pytest.TempPathFactory,
+) -> None:
+    # plain iree-compile: one synchronous function, no `main$async` to poll
+    src, out = tmp_path / "m.mlir", tmp_path / "m.vmfb"  # type: ignore[operator]
+    src.write_text(TWO_IN_TWO_OUT)
+    subprocess.run([str(iree_compile_path()), "--iree-hal-target-device=local",
+                    "--iree-hal-local-target-device-backends=llvm-cpu",
+                    "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
+                   check=True, capture_output=True, timeout=240)
+    mod = load_vmfb(out.read_bytes(), driver="local-task")
     assert mod.wait == "poll" and mod._polling("main") is None
     y1, y2 = mod.main(*_inputs(2))
     e1, e2 = _expected(*_inputs(2))
