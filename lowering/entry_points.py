@@ -15,8 +15,9 @@ So Kiln gives those functions the same pair of exports before compiling. For a p
   TOSA and StableHLO input pipelines' inliner leaves it where their ``func.func`` passes
   convert it; IREE inlines it into ``f$async`` later;
 - ``util.func public @"f$async"(buffer views and scalars, %wait, %signal)`` imports each tensor
-  argument after ``%wait`` (``hal.tensor.import wait``), calls ``f$kiln``, signals ``%signal``
-  when the tensor results are ready (``hal.tensor.barrier``) and exports them;
+  argument after ``%wait`` (``hal.tensor.import wait``; a dynamic extent is read from the
+  buffer view), calls ``f$kiln``, signals ``%signal`` when the tensor results are ready
+  (``hal.tensor.barrier``) and exports them;
 - ``util.func public @f(buffer views and scalars)`` creates a fence, calls ``f$async`` and waits
   on it, carrying the reflection IREE would have written (``iree.abi.declaration``).
 
@@ -28,9 +29,9 @@ ABI pass would write from an ``iree.abi.model`` attribute, trip IREE 3.13's inte
 
 Functions are left as they are, with their one synchronous export that the runtime calls with a
 blocking wait, when the stubs could change their meaning:
-- a signature with anything but static-shaped tensors of f16, bf16, f32, i8, i16, i32 or i64 and
-  scalars of those types (dynamic shapes; f64, which the CPU targets demote to f32 after the
-  stubs are written; i1; torch types, tuples, tokens);
+- a signature with anything but ranked tensors of f16, bf16, f32, i8, i16, i32 or i64 and
+  scalars of those types (f64, which IREE demotes to f32 for the GPU targets after the stubs
+  are written; i1; unranked tensors, torch types, tuples, tokens);
 - no tensor argument (nothing would wait on ``%wait``) or no tensor result (nothing would
   signal ``%signal``);
 - ``iree.abi.*`` argument or result attributes;
@@ -63,7 +64,7 @@ def _kind(t: ir.Type) -> str | None:
     from iree.compiler import ir
 
     if isinstance(t, ir.RankedTensorType):
-        return "tensor" if t.has_static_shape and _element_ok(t.element_type) else None
+        return "tensor" if _element_ok(t.element_type) else None
     return "scalar" if _element_ok(t) else None
 
 
@@ -114,6 +115,17 @@ def _candidates(module: ir.Module) -> list[tuple[ir.Operation, str, ir.FunctionT
     return out
 
 
+def _dynamic_dims(t: ir.Type) -> list[int]:
+    from iree.compiler import ir
+
+    shaped = ir.RankedTensorType(t)
+    return [k for k in range(shaped.rank) if shaped.is_dynamic_dim(k)]
+
+
+def _dims(names: list[str]) -> str:
+    return "{" + ", ".join(names) + "}" if names else ""
+
+
 def _declaration(name: str, ftype: ir.FunctionType) -> str:
     """The reflection IREE's ABI pass writes for a synchronous export (autotune reads it)."""
     ins = ", ".join(f"%input{i}: {t}" for i, t in enumerate(ftype.inputs))
@@ -146,8 +158,13 @@ def _stubs_text(name: str, ftype: ir.FunctionType) -> str:
     call_args = []
     for i, (a, t) in enumerate(zip(args, ftype.inputs, strict=True)):
         if _kind(t) == "tensor":
+            dims = []
+            for k in _dynamic_dims(t):  # a dynamic extent is read from the buffer view
+                lines.append(f"  %d{i}_{k} = hal.buffer_view.dim<{a} : !hal.buffer_view>[{k}] "
+                             ": index")
+                dims.append(f"%d{i}_{k}")
             lines.append(f'  %t{i} = hal.tensor.import wait(%wait) => {a} "input{i}" : '
-                         f"!hal.buffer_view -> {t}")
+                         f"!hal.buffer_view -> {t}{_dims(dims)}")
             call_args.append(f"%t{i}")
         else:
             call_args.append(a)
@@ -160,9 +177,14 @@ def _stubs_text(name: str, ftype: ir.FunctionType) -> str:
     rets = []
     for i in range(n):
         if i in tensors:
-            k = tensors.index(i)
-            lines.append(f'  %v{i} = hal.tensor.export %j#{k} "output{i}" : {outs[i]} -> '
-                         "!hal.buffer_view")
+            m = tensors.index(i)
+            dims = []
+            for k in _dynamic_dims(ftype.results[i]):
+                lines.append(f"  %c{i}_{k} = arith.constant {k} : index")
+                lines.append(f"  %e{i}_{k} = tensor.dim %j#{m}, %c{i}_{k} : {outs[i]}")
+                dims.append(f"%e{i}_{k}")
+            lines.append(f'  %v{i} = hal.tensor.export %j#{m} "output{i}" : '
+                         f"{outs[i]}{_dims(dims)} -> !hal.buffer_view")
             rets.append(f"%v{i}")
         else:
             rets.append(f"%r#{i}")
