@@ -94,7 +94,8 @@ def op_names(module: ir.Module) -> list[str]:
     return names
 
 
-def public_functions(module: ir.Module) -> tuple[str, ...]:
+def public_function_ops(module: ir.Module) -> list[tuple[ir.Operation, str]]:
+    """The module's public entry points with a body, as (operation, name), in order."""
     from iree.compiler import ir
 
     out = []
@@ -106,5 +107,9 @@ def public_functions(module: ir.Module) -> tuple[str, ...]:
                 continue
             if op.operation.name == "func.func" and len(op.regions[0].blocks) == 0:
                 continue  # a declaration (e.g. an external parameter loader)
-            out.append(ir.StringAttr(attrs["sym_name"]).value)
-    return tuple(out)
+            out.append((op.operation, ir.StringAttr(attrs["sym_name"]).value))
+    return out
+
+
+def public_functions(module: ir.Module) -> tuple[str, ...]:
+    return tuple(name for _, name in public_function_ops(module))

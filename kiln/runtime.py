@@ -81,21 +81,26 @@ class LoadedModule:
 
     def _build(self, name: str) -> Callable[..., Any]:
         fn = self._mod[name]
-        # Which arguments are scalars (i32, i64, f32, f64 in the VM's calling convention: "0ri"
-        # is a buffer view and an i32): those are passed as Python numbers, not as buffers.
-        cc = _CCONV.search(repr(self._vm.lookup_function(name)))
-        kinds = cc.group(1).partition("_")[0][1:] if cc else ""
-        scalar = tuple(k in _SCALAR_KINDS for k in kinds)
+        # Arguments that are scalars in the VM's signature (i32, i64, f32, f64: "0ri" is a buffer
+        # view and an i32) are passed as Python numbers, not as buffers.
+        sig = _signature(self._vm.lookup_function(name))
+        scalar = frozenset(i for i, k in enumerate(sig[0] if sig else "") if k in _SCALAR_KINDS)
         if self.wait == "poll":
             fn = self._polling(name) or fn
 
         def convert(i: int, a: Any) -> Any:
-            if i < len(scalar) and scalar[i]:
-                return np.asarray(a).item()
-            return self._to_device(np.asarray(a))
+            a = np.asarray(a)
+            if i not in scalar:
+                return self._to_device(a)
+            if a.size != 1:
+                raise ValueError(f"argument {i} of {name!r} is a scalar; got shape {a.shape}")
+            return a.item()
 
         def call(*args: Any) -> Any:
-            inputs = [convert(i, a) for i, a in enumerate(args)]
+            if scalar:
+                inputs = [convert(i, a) for i, a in enumerate(args)]
+            else:
+                inputs = [self._to_device(np.asarray(a)) for a in args]
             out = fn(*inputs)
             # Release the inputs before reading the results: with an input still held, reading
             # a large result took 0.6 ms more on local-task (a 56x56x64 convolution: 1.94 ms a
@@ -126,14 +131,10 @@ class LoadedModule:
         the module has no such form (a function compiled with another execution model)."""
         sync_fn = self._vm.lookup_function(name)
         async_fn = self._vm.lookup_function(name + "$async")
-        if sync_fn is None or async_fn is None:
+        sync_sig, async_sig = _signature(sync_fn), _signature(async_fn)
+        if sync_sig is None or async_sig is None:
             return None
-        sync_cc, async_cc = _CCONV.search(repr(sync_fn)), _CCONV.search(repr(async_fn))
-        if not (sync_cc and async_cc):
-            return None
-        s_args, _, s_res = sync_cc.group(1).partition("_")
-        a_args, _, a_res = async_cc.group(1).partition("_")
-        if a_args != s_args + "rr" or a_res != s_res:
+        if async_sig != (sync_sig[0] + "rr", sync_sig[1]):
             return None
         return _polling_invoker_class()(self._ctx.vm_context, self.device, sync_fn, async_fn,
                                         budget_s=self.poll_budget_s)
@@ -178,6 +179,17 @@ class LoadedModule:
         if dtype != raw:
             host = host.astype(dtype)
         return host
+
+
+def _signature(fn: Any) -> tuple[str, str] | None:
+    """A VM function's calling convention as (argument kinds, result kinds): ``0rri_r`` is
+    ``("rri", "r")`` (``r`` a ref such as a buffer view, ``i``/``I`` i32/i64, ``f``/``F``
+    f32/f64); None without a function or a convention."""
+    cc = _CCONV.search(repr(fn)) if fn is not None else None
+    if cc is None:
+        return None
+    args, _, results = cc.group(1).partition("_")
+    return args[1:], results
 
 
 @functools.cache

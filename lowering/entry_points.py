@@ -86,23 +86,14 @@ def _has_abi_attrs(func: ir.Operation) -> bool:
 def _candidates(module: ir.Module) -> list[tuple[ir.Operation, str, ir.FunctionType]]:
     from iree.compiler import ir
 
-    names: set[str] = set()
-    funcs: list[tuple[ir.Operation, str]] = []
-    for op in module.body.operations:
-        o = op.operation
-        if "sym_name" not in o.attributes:
-            continue
-        name = ir.StringAttr(o.attributes["sym_name"]).value
-        names.add(name)
-        if o.name != "func.func" or len(o.regions[0].blocks) == 0:
-            continue
-        vis = o.attributes["sym_visibility"] if "sym_visibility" in o.attributes else None
-        if vis is not None and ir.StringAttr(vis).value != "public":
-            continue
-        funcs.append((o, name))
+    from kiln.dialects.mlir import public_function_ops
+
+    symbols = ir.SymbolTable(module.operation)
     out = []
-    for o, name in funcs:
-        if name.endswith(ASYNC_SUFFIX) or {name + ASYNC_SUFFIX, name + BODY_SUFFIX} & names:
+    for o, name in public_function_ops(module):
+        if o.name != "func.func" or name.endswith(ASYNC_SUFFIX):
+            continue
+        if name + ASYNC_SUFFIX in symbols or name + BODY_SUFFIX in symbols:
             continue
         ftype = ir.FunctionType(ir.TypeAttr(o.attributes["function_type"]).value)
         ins = [_kind(t) for t in ftype.inputs]
@@ -219,12 +210,15 @@ def add_async_entry_points(module: ir.Module) -> list[str]:
     done = []
     with module.context:
         for func, name, ftype in _candidates(module):
+            try:  # before the module changes: a type the stubs cannot spell leaves f as it is
+                helper = ir.Module.parse(_stubs_text(name, ftype))
+            except ir.MLIRError:
+                continue
             body_name = name + BODY_SUFFIX
             ir.SymbolTable.replace_all_symbol_uses(name, body_name, module.operation)
             func.attributes["sym_name"] = ir.StringAttr.get(body_name)
             func.attributes["sym_visibility"] = ir.StringAttr.get("private")
             func.attributes["no_inline"] = ir.UnitAttr.get()
-            helper = ir.Module.parse(_stubs_text(name, ftype))
             anchor = func
             for op in list(helper.body.operations)[1:]:  # [0] declares the body
                 op.operation.move_after(anchor)
