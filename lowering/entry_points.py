@@ -31,7 +31,9 @@ Functions are left as they are, with their one synchronous export that the runti
 blocking wait, when the stubs could change their meaning:
 - a signature with anything but ranked tensors of f16, bf16, f32, i8, i16, i32 or i64 and
   scalars of those types (f64, which IREE demotes to f32 for the GPU targets after the stubs
-  are written; i1; unranked tensors, torch types, tuples, tokens);
+  are written; unsigned or signed integers such as ``ui8``/``si32``, which the input
+  conversion makes signless after the stubs are written; i1; unranked tensors, torch types,
+  tuples, tokens);
 - no tensor argument (nothing would wait on ``%wait``) or no tensor result (nothing would
   signal ``%signal``);
 - ``iree.abi.*`` argument or result attributes;
@@ -55,7 +57,10 @@ def _element_ok(t: ir.Type) -> bool:
     from iree.compiler import ir
 
     if isinstance(t, ir.IntegerType):
-        return t.width in (8, 16, 32, 64)
+        # Signless only: IREE's StableHLO/TOSA input conversion rewrites unsigned and signed
+        # element types to signless after the stubs are written, and a ``hal.tensor.import`` of
+        # ``tensor<...xui16>`` then fails to legalize (issue 16: 20 of StableHLO's testdata).
+        return t.is_signless and t.width in (8, 16, 32, 64)
     return isinstance(t, (ir.F16Type, ir.BF16Type, ir.F32Type))
 
 

@@ -108,6 +108,9 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
         ("", "main", "tensor<*xf32>", ""),  # unranked
         ("", "main", "tensor<4xf64>", ""),  # demoted to f32 on CPU after the stubs
         ("", "main", "tensor<4xi1>", ""),
+        ("", "main", "tensor<4xui16>", ""),  # made signless by the input conversion, later
+        ("", "main", "tensor<4xsi32>", ""),
+        ("", "main", "ui8", ""),
         ("", "main", "i32", ""),  # no tensor to wait for or to signal
     ],
 )
@@ -225,3 +228,27 @@ def test_odd_returns_answer_through_both_forms(pipeline: Pipeline) -> None:
         assert int(k) == 7
         np.testing.assert_array_equal(mod.const(), [1.0, 2.0, 3.0])
         assert float(mod.scalar(1.5, 2.0)) == 3.5
+
+
+# Unsigned tensors through StableHLO (issue 16): IREE's input conversion makes them signless
+# after the stubs would be written, so these functions keep their one export and must compile
+# and wrap around as unsigned integers do.
+UNSIGNED = "\n".join(
+    f"""
+func.func @add_{t}(%a: tensor<3x5x{t}>, %b: tensor<3x5x{t}>) -> tensor<3x5x{t}> {{
+  %0 = stablehlo.add %a, %b : tensor<3x5x{t}>
+  return %0 : tensor<3x5x{t}>
+}}"""
+    for t in ("ui8", "ui16", "ui32", "ui64")
+)
+
+
+def test_unsigned_stablehlo_functions_compile_and_wrap_around(pipeline: Pipeline) -> None:
+    vmfb = _compile(pipeline, UNSIGNED)
+    mod = load_vmfb(vmfb, driver="local-task")
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        top = np.iinfo(dt).max
+        a = np.full((3, 5), top - 2, dt)
+        b = np.arange(15, dtype=dt).reshape(3, 5)
+        got = mod[f"add_ui{np.iinfo(dt).bits}"](a, b)
+        np.testing.assert_array_equal(got, a + b)  # wraps past the top like numpy's
