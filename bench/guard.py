@@ -1,0 +1,172 @@
+"""The defaults guard CI runs: Kiln's default against IREE's plain defaults on a small sample.
+
+Three reference models of ``bench/models.py`` — a plain CNN (``resnet18``), a depthwise CNN
+(``mobilenet``) and a transformer encoder (``encoder``) — are compiled through Kiln for two CPU
+levels this machine executes: AVX2 (``cpu:x86_64:haswell``) and the host's own CPU (as the client
+SDK detects it), with Kiln's ``default`` preset, ``baseline`` (IREE's own defaults, no Kiln
+tuning) and every other preset autotune would try for the graph
+(``kiln.targets.presets.autotune_presets``: the ``conv-*`` lowerings for a CNN). For every
+(model, level) pair:
+
+- **correctness**: every executable's output against onnxruntime's
+  (``allclose(rtol=1e-3, atol=1e-4)``); a wrong answer fails the guard;
+- **speed**: the executables run in alternated blocks in this one process (the order rotates
+  each round, ``bench.executables.alternate``), and one more engine runs the *same* baseline
+  executable again. The baseline/baseline ratio of each round measures the machine's noise (an
+  A/A test): noise = max(10 %, 3 x the median absolute deviation of the A/A ratios). The guard
+  fails when the median paired ratio default/baseline exceeds ``1 + noise`` (Kiln's default
+  slower than doing nothing), or default/best preset exceeds ``1.1 + noise`` (issue 16's bar:
+  within 1.1x of the best allow-listed preset). So a cliff (issue 16: the AVX2 ResNet-18
+  default took 7x the time of ``conv-im2col``) fails CI; a busy shared VM does not.
+
+    .venv/bin/python bench/guard.py                 # the report; exit 1 on a failed pair
+    .venv/bin/python bench/guard.py --levels host   # one level
+
+``tests/test_guard.py`` runs it in the suite and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from bench.executables import alternate
+from bench.models import MODELS, sample_input
+
+GUARD_MODELS = ("resnet18", "mobilenet", "encoder")
+AVX2 = "cpu:x86_64:haswell"
+RTOL, ATOL = 1e-3, 1e-4
+NOISE_FLOOR = 0.10
+BEST_BAR = 1.1
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (model, level): default against baseline, both checked against onnxruntime."""
+
+    model: str
+    target: str
+    default_ms: float
+    baseline_ms: float
+    ratio: float  # median of per-round default/baseline
+    best: str  # the fastest preset by median time ("default" when nothing beat it)
+    best_ratio: float  # median of per-round default/best
+    noise: float  # the allowance: max(NOISE_FLOOR, 3 x MAD of the A/A ratios)
+    max_err: float  # the largest of every preset's max abs error against onnxruntime
+    correct: bool
+
+    @property
+    def ok(self) -> bool:
+        return (self.correct and self.ratio <= 1 + self.noise
+                and self.best_ratio <= BEST_BAR + self.noise)
+
+
+def levels(names: list[str]) -> list[str]:
+    """CPU targets for ``avx2`` and ``host`` (the SDK's detection of this machine)."""
+    from kiln.resolver import detect_cpu
+
+    table = {"avx2": AVX2, "host": detect_cpu().target}
+    return [table[n] for n in names]
+
+
+def measure(models: list[str], targets: list[str], *, repeats: int = 9,
+            block: int = 3) -> list[Pair]:
+    import onnxruntime as ort
+    from kiln.targets.presets import autotune_presets
+
+    from kiln.autotune import cheap_traits
+    from kiln.pipeline import Pipeline
+    from kiln.runtime import load_vmfb
+
+    pairs = []
+    with Pipeline(workers=1, compile_timeout=900) as pipe:
+        for name in models:
+            model = MODELS[name]()
+            data = model.SerializeToString()
+            x = sample_input(model)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = 2
+            sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+            ref = sess.run(None, {model.graph.input[0].name: x})[0]
+            del sess
+            for target in targets:
+                fns: dict[str, Any] = {}
+                errs: dict[str, float] = {}
+                correct = True
+                presets = list(autotune_presets("cpu", cheap_traits(data)))
+                presets += [] if "baseline" in presets else ["baseline"]
+                for preset in presets:
+                    res = pipe.compile(data, targets=[target], options={"preset": preset})
+                    if res.errors:
+                        raise SystemExit(f"{name} {target} [{preset}]: {res.errors[0].error}")
+                    mod = load_vmfb(res.artifacts[0].data, driver="local-task")
+                    fn = mod[res.functions[0]]
+                    y = np.asarray(fn(x))
+                    errs[preset] = float(np.abs(y - ref).max())
+                    correct &= bool(np.allclose(y, ref, rtol=RTOL, atol=ATOL))
+                    fns[preset] = fn
+                calls: dict[str, Any] = {p: (lambda f=f, x=x: f(x)) for p, f in fns.items()}
+                calls["baseline again"] = calls["baseline"]
+                t = alternate(calls, repeats=repeats, block=block)
+                med = {p: statistics.median(t[p]) for p in fns}
+                best = min(med, key=lambda p: (med[p], p != "default"))
+                aa = _paired(t, "baseline again", "baseline")
+                mid = statistics.median(aa)
+                mad = statistics.median(abs(r - mid) for r in aa)
+                pair = Pair(
+                    model=name, target=target,
+                    default_ms=med["default"] * 1e3, baseline_ms=med["baseline"] * 1e3,
+                    ratio=statistics.median(_paired(t, "default", "baseline")),
+                    best=best, best_ratio=statistics.median(_paired(t, "default", best)),
+                    noise=max(NOISE_FLOOR, 3 * mad),
+                    max_err=max(errs.values()), correct=correct,
+                )
+                pairs.append(pair)
+                print(_row(pair), file=sys.stderr, flush=True)
+    return pairs
+
+
+def _paired(times: dict[str, list[float]], a: str, b: str) -> list[float]:
+    """Per-round ratios of ``a``'s block time to ``b``'s."""
+    return [u / v for u, v in zip(times[a], times[b], strict=True)]
+
+
+def _row(p: Pair) -> str:
+    verdict = "ok" if p.ok else ("WRONG" if not p.correct else "SLOWER")
+    return (f"| {p.model} | `{p.target}` | {p.default_ms:.2f} | {p.baseline_ms:.2f} "
+            f"| **{p.ratio:.2f}** (≤ {1 + p.noise:.2f}) | {p.best} | **{p.best_ratio:.2f}** "
+            f"(≤ {BEST_BAR + p.noise:.2f}) | {p.max_err:.1e} | {verdict} |")
+
+
+def table(pairs: list[Pair]) -> str:
+    head = ("| model | target | default ms | baseline ms | default/baseline (allowed) "
+            "| fastest preset | default/fastest (allowed) | max abs err vs ORT | verdict |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    return "\n".join([head, *(_row(p) for p in pairs)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    ap.add_argument("--models", default=",".join(GUARD_MODELS))
+    ap.add_argument("--levels", default="avx2,host", help="comma-separated: avx2, host")
+    ap.add_argument("--repeats", type=int, default=9, help="alternated rounds")
+    args = ap.parse_args(argv)
+    pairs = measure(args.models.split(","), levels(args.levels.split(",")),
+                    repeats=args.repeats)
+    print(table(pairs))
+    return 0 if all(p.ok for p in pairs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
