@@ -76,6 +76,9 @@ def prepare(
         module = mlir_dialect.parse_module(text, context=ctx)
         dialect = dialect_of(mlir_dialect.op_names(module))
     functions = mlir_dialect.public_functions(module)
+    if not functions:
+        # IREE would fail late and obscurely ("failed to generate bytecode"): say it here.
+        raise InvalidGraph("the graph has no public function: nothing to compile")
     traits = graph_traits(module)
     if dialect not in (InputDialect.ONNX, InputDialect.TORCH):
         # IREE's torch conversion already exports f$async beside f (lowering/entry_points.py).

@@ -59,6 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "/readyz needs `Authorization: Bearer <token>`."
         ),
         lifespan=lifespan,
+        # No 307 to a path's slashed twin: Starlette builds that Location from the Host header
+        # (issue 21). An unknown path is 404 ``not_found`` like any other.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
     app.include_router(router)

@@ -43,7 +43,8 @@ class ErrorInfo(BaseModel):
     code: str = Field(
         description="stable machine-readable code: invalid_request, invalid_graph, "
         "unsupported_target, compile_failed, compile_timeout, too_large, unauthorized, "
-        "overloaded, not_found, internal",
+        "overloaded, not_found, internal; cache_unavailable (only /readyz: the cache "
+        "directory or Redis is not usable)",
         examples=["unsupported_target"],
     )
     message: str = Field(description="one human-readable sentence")
@@ -68,7 +69,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _doc("too_large: the request body exceeds the limit"),
     422: _doc("compile_failed or compile_timeout (every target failed)"),
     500: _doc("internal"),
-    503: _doc("overloaded (with Retry-After)"),
+    503: _doc("overloaded (with Retry-After); /readyz: cache_unavailable or internal"),
 }
 
 

@@ -175,18 +175,20 @@ router.add_api_route(
 )
 
 
-@router.get("/v1/targets", response_model=TargetsResponse, responses=ERROR_RESPONSES)
+@router.api_route("/v1/targets", methods=["GET", "HEAD"], response_model=TargetsResponse,
+                  responses=ERROR_RESPONSES)
 async def get_targets(request: Request) -> Response:
     return Response(_service(request).targets_json(), media_type="application/json")
 
 
-@router.get("/healthz", summary="Alive (no auth)")
+@router.api_route("/healthz", methods=["GET", "HEAD"], summary="Alive (no auth)")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
-            responses={503: ERROR_RESPONSES[503]})
+@router.api_route("/readyz", methods=["GET", "HEAD"],
+                  summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
+                  responses={503: ERROR_RESPONSES[503]})
 async def readyz(request: Request) -> Response:
     svc = _service(request)
     checks = await anyio.to_thread.run_sync(svc.readiness)
@@ -202,6 +204,7 @@ async def readyz(request: Request) -> Response:
     )
 
 
-@router.get("/metrics", response_class=Response, summary="Prometheus metrics")
+@router.api_route("/metrics", methods=["GET", "HEAD"], response_class=Response,
+                  summary="Prometheus metrics")
 async def metrics(request: Request) -> Response:
     return Response(_service(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -177,3 +177,18 @@ def test_envelopes_for_routing_errors_and_request_ids(srv: KilnServer) -> None:
     r = c.delete("/v1/compile")
     assert r.status_code == 405 and r.json()["error"]["code"] == "invalid_request"
     assert "abc-123" in srv.log_path.read_text()  # the JSON access log carries it
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/v1/targets"])
+def test_read_only_routes_answer_head_like_get(srv: KilnServer, path: str) -> None:
+    c = srv.client()
+    get, head = c.get(path), c.head(path)
+    assert get.status_code == head.status_code == 200
+    assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+
+
+@pytest.mark.parametrize("path", ["/healthz/", "/v1/targets/", "/v1/compile/"])
+def test_a_trailing_slash_is_not_found_not_a_redirect(srv: KilnServer, path: str) -> None:
+    r = srv.client().request("GET", path, headers={"Host": "evil.example"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    assert "location" not in r.headers
