@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Check", "Runnable", "runnable", "compare", "split_types", "CaseError"]
+__all__ = ["CaseError", "Check", "Runnable", "compare", "runnable", "split_types"]
 
 ALMOST_EQ_TOLERANCE = 1e-3
 MAX_ULP = 3
@@ -73,7 +73,9 @@ def split_types(text: str) -> list[str]:
 
 
 _MAIN = re.compile(r"^(\s*)func\.func public @main\(\)")
-_INPUTS_CALL = re.compile(r"^\s*(%[\w$.-]+)(?::(\d+))? = (?:func\.)?call @inputs\(\) : \(\) -> (.+)$")
+_INPUTS_CALL = re.compile(
+    r"^\s*(%[\w$.-]+)(?::(\d+))? = (?:func\.)?call @inputs\(\) : \(\) -> (.+)$"
+)
 _CHECK = re.compile(
     r"^\s*stablehlo\.custom_call @check\.(\w+)\((%[\w$.#-]+), (%[\w$.#-]+)\)"
     r".*:\s*\((.+)\)\s*->\s*\(\)\s*$"

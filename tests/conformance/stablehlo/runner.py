@@ -31,9 +31,23 @@ if TYPE_CHECKING:
     from kiln.pipeline import Pipeline
 
 __all__ = [
-    "HERE", "TESTDATA", "BACKENDS", "COLUMNS", "Outcome", "CaseResult", "case_names",
-    "load_case", "execute", "run_kiln", "run_raw", "invalid", "expectations_path",
-    "read_expectations", "write_expectations", "regressions", "kiln_made",
+    "BACKENDS",
+    "COLUMNS",
+    "HERE",
+    "TESTDATA",
+    "CaseResult",
+    "Outcome",
+    "case_names",
+    "execute",
+    "expectations_path",
+    "invalid",
+    "kiln_made",
+    "load_case",
+    "read_expectations",
+    "regressions",
+    "run_kiln",
+    "run_raw",
+    "write_expectations",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -164,14 +178,15 @@ def invalid(exc: CaseError) -> dict[str, CaseResult]:
 # -- the ratchet -----------------------------------------------------------------------------------
 
 _HEADER = """\
-# StableHLO testdata cases expected to PASS through Kiln on this backend (one a line, sorted).
+# Cases expected to PASS through Kiln on this backend (one a line, sorted).
 # Written by `python bench/stablehlo_conformance.py --write`; the CI subset fails when a case
 # listed here fails. Removing a line is a regression: do it only with --accept-regressions.
 """
 
 
-def expectations_path(backend: str) -> Path:
-    return HERE / f"expected_{backend}.txt"
+def expectations_path(backend: str, suite: Path = HERE) -> Path:
+    """``suite``: the suite's folder (this one, or ``tests/conformance/tosa``)."""
+    return suite / f"expected_{backend}.txt"
 
 
 def read_expectations(path: Path) -> set[str]:
