@@ -161,6 +161,8 @@ async def get_artifact(request: Request, hex: str) -> Response:  # noqa: A002 - 
         hex,
         head=request.method == "HEAD",
         if_none_match=request.headers.get("if-none-match"),
+        range_header=request.headers.get("range"),
+        if_range=request.headers.get("if-range"),
     )
 
 

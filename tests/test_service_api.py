@@ -56,6 +56,26 @@ def test_compile_fetch_run_on_cpu_and_lavapipe(srv: KilnServer) -> None:
         assert int(head.headers["content-length"]) == art["size"]
 
 
+def test_a_small_artifact_answers_byte_ranges(srv: KilnServer) -> None:
+    c = srv.client()
+    art = c.post("/v1/compile", json=_mlir(LINALG, ["cpu"])).json()["artifacts"][0]
+    whole = c.get(art["url"]).content  # now in the memory tier: the fast path must defer
+    n = len(whole)
+    assert n == art["size"] < 4 << 20
+    for spec, first, last in [("bytes=0-99", 0, 99), ("bytes=100-", 100, n - 1),
+                              ("bytes=-16", n - 16, n - 1), (f"bytes=10-{10 * n}", 10, n - 1)]:
+        r = c.get(art["url"], headers={"Range": spec})
+        assert r.status_code == 206, spec
+        assert r.headers["content-range"] == f"bytes {first}-{last}/{n}"
+        assert r.content == whole[first : last + 1]
+    r = c.get(art["url"], headers={"Range": f"bytes={n}-"})
+    assert r.status_code == 416 and r.headers["content-range"] == f"bytes */{n}"
+    # several ranges, or an If-Range for other bytes: the whole executable
+    for headers in ({"Range": "bytes=0-1,5-6"}, {"Range": "bytes=0-1", "If-Range": '"other"'}):
+        r = c.get(art["url"], headers=headers)
+        assert r.status_code == 200 and r.content == whole
+
+
 def test_reformatted_graph_is_a_cache_hit_without_compiling(srv: KilnServer) -> None:
     c = srv.client()
     first = c.post("/v1/compile", json=_mlir(LINALG, ["cpu"])).json()
