@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import functools
 import logging
 import os
@@ -30,7 +31,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Self
 
-from kiln.errors import CacheUnavailable, InvalidRequest, NotFound
+from kiln.errors import CacheUnavailable, InsufficientStorage, InvalidRequest, NotFound
 
 from .disk import DiskStorage, default_cache_dir
 from .key import KEY_VERSION, CompileKey, normalize_digest
@@ -210,6 +211,12 @@ class ArtifactCache:
         except OSError as exc:
             self._count("store_error")
             log.error("kiln cache: could not store %s: %s", kh, exc)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                # Nothing was kept (writes are atomic), so a URL for it would answer 404.
+                raise InsufficientStorage(
+                    f"the cache has no space left for the {len(data)}-byte executable",
+                    detail={"size": len(data), "target": key.target},
+                ) from exc
         return CacheResult(record, cached=False, source="compiled", data=data)
 
     def _find(self, kh: str, *, load: bool) -> Found | None:

@@ -16,6 +16,7 @@ Every error carries a stable, machine-readable ``code`` (the API contract's erro
     ├── NotFound                    not_found
     ├── IntegrityError              integrity_error  (a blob whose bytes do not match its digest)
     ├── CacheUnavailable            cache_unavailable (a remote cache backend is down)
+    ├── InsufficientStorage         insufficient_storage (507: the cache directory is full)
     ├── ConnectionFailed            unavailable      (client: the server could not be reached)
     └── LoadFailed                  load_failed      (client: no candidate target compiled and loaded)
 """
@@ -30,6 +31,7 @@ __all__ = [
     "CompileError",
     "CompileTimeout",
     "Diagnostic",
+    "InsufficientStorage",
     "IntegrityError",
     "InvalidGraph",
     "InvalidRequest",
@@ -199,6 +201,14 @@ class IntegrityError(KilnError):
 class CacheUnavailable(KilnError):
     code = "cache_unavailable"
     http_status = 503
+
+
+class InsufficientStorage(KilnError):
+    """The executable was built but the cache could not keep it (no space or quota left), so
+    there is nothing to fetch: the target fails rather than answering a URL that would 404."""
+
+    code = "insufficient_storage"
+    http_status = 507
 
 
 class ConnectionFailed(KilnError):

@@ -34,7 +34,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from kiln.cache import ArtifactCache
-from kiln.errors import KilnError, Overloaded
+from kiln.errors import InsufficientStorage, KilnError, Overloaded
 from kiln.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
 from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
@@ -52,6 +52,8 @@ class AllTargetsFailed(KilnError):
 
     def __init__(self, errors: list[TargetError], *, graph_digest: str) -> None:
         first = errors[0].error
+        if all(isinstance(e.error, InsufficientStorage) for e in errors):
+            self.http_status = InsufficientStorage.http_status  # 507: nothing could be kept
         super().__init__(
             f"every target failed; {errors[0].target}: {first.message}",
             detail={

@@ -43,7 +43,7 @@ class ErrorInfo(BaseModel):
     code: str = Field(
         description="stable machine-readable code: invalid_request, invalid_graph, "
         "unsupported_target, compile_failed, compile_timeout, too_large, unauthorized, "
-        "overloaded, not_found, internal; cache_unavailable (only /readyz: the cache "
+        "overloaded, not_found, internal, insufficient_storage; cache_unavailable (only /readyz: the cache "
         "directory or Redis is not usable)",
         examples=["unsupported_target"],
     )
@@ -69,6 +69,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _doc("too_large: the request body exceeds the limit"),
     422: _doc("compile_failed or compile_timeout (every target failed)"),
     500: _doc("internal"),
+    507: _doc("insufficient_storage: built, but the cache had no space to keep it"),
     503: _doc("overloaded (with Retry-After); /readyz: cache_unavailable or internal"),
 }
 
