@@ -29,6 +29,7 @@ from kiln.errors import (
     Overloaded,
 )
 from kiln.targets import TargetSpec, normalize_options, parse_target
+from kiln.targets.cpu import cpu_model
 from kiln.targets.options import CompileOptions
 from kiln.targets.presets import merge_flags, preset_flags, preset_rewrites
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
@@ -188,7 +189,9 @@ class Pipeline:
         unknown and the CPU ``default`` preset adds nothing (IREE's defaults).
         """
         traits = graph.traits.to_json() if graph is not None else None
-        preset = preset_flags(spec.kind, options.preset, arch=spec.arch, traits=traits)
+        cpu, features = cpu_model(spec)
+        preset = preset_flags(spec.kind, options.preset, arch=spec.arch, cpu=cpu,
+                              features=features, traits=traits)
         return merge_flags(spec.flags, preset, options.flags())
 
     def rewrites_for(
@@ -196,7 +199,9 @@ class Pipeline:
     ) -> tuple[str, ...]:
         """Kiln's linalg rewrites for this graph and target (``kiln.lowering.layout``)."""
         traits = graph.traits.to_json() if graph is not None else None
-        return preset_rewrites(spec.kind, options.preset, traits=traits)
+        cpu, features = cpu_model(spec)
+        return preset_rewrites(spec.kind, options.preset, arch=spec.arch, cpu=cpu,
+                               features=features, traits=traits)
 
     def compile_prepared(
         self, graph: PreparedGraph, spec: TargetSpec, options: CompileOptions

@@ -35,11 +35,12 @@ compiles at O2): the flags are merged by option name, the later value replacing 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = [
     "PRESETS",
     "autotune_presets",
+    "cpu_level",
     "merge_flags",
     "model_class",
     "preset_flags",
@@ -119,35 +120,78 @@ def model_class(traits: Mapping[str, int] | None) -> str:
     return "other"
 
 
-def _cpu_default(traits: Mapping[str, int] | None, *, conv: str = "auto") -> tuple[str, ...]:
+# The convolution lowerings (``conv-*`` presets force one; ``default`` picks one per level).
+_CONV_LOWERINGS: dict[str, tuple[str, ...]] = {
+    "tiled": _CHANNELS_LAST + _CONV_DATA_TILING,
+    "im2col": _IM2COL,
+    "direct": _CHANNELS_LAST,
+}
+# CPU ``default`` per ISA level (``kiln.targets.cpu.LEVELS``) and class: the convolution lowering
+# of a CNN / depthwise CNN, and whether a dense graph gets ``_CPU_DENSE``. Measured with
+# bench/levels.py (docs/performance.md, "Defaults per ISA level"):
+# - avx512: data-tiled channels-last convolutions (+ Kiln's CNN rewrites) for a plain CNN, direct
+#   channels-last ones (+ depthwise-nhwc) for a depthwise CNN.
+# - avx2, x86-64-v2, x86-64: IREE 3.13 data-tiles convolutions only with AVX-512F; below it
+#   the data-tiled request leaves channels-last convolutions to the direct convolution pipeline
+#   (ConvTileAndDecomposeExpert, vector tiles of 4 channels), no faster than IREE's defaults.
+#   im2col turns them into data-tiled matmuls on the mmt4d ukernel.
+# - aarch64, riscv64: not measured (compile-only here): the choice that was never slower than
+#   the baseline on any measured level.
+_CPU_LEVEL_DEFAULTS: dict[str, dict[str, str]] = {
+    "avx512": {"cnn": "tiled", "depthwise-cnn": "direct", "dense": "dense"},
+    "avx2": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+    "x86-64-v2": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+    "x86-64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+    "aarch64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+    "riscv64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+}
+
+
+def cpu_level(arch: str = "", cpu: str = "", features: Sequence[str] = ()) -> str:
+    """The ISA level the CPU presets are chosen by (``kiln.targets.cpu.isa_level``); ``arch``
+    ``""`` is x86_64 and ``cpu`` ``""`` the arch's default CPU (x86_64: LLVM's ``generic``)."""
+    from kiln.targets.cpu import isa_level
+
+    return isa_level(arch or "x86_64", cpu, tuple(features))
+
+
+def _cpu_plan(
+    traits: Mapping[str, int] | None, preset: str, level: Callable[[], str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(flags, rewrites) of a CPU ``default`` or ``conv-*`` preset. ``level`` is called only when
+    the choice depends on it (a compiler subprocess the first time for a target)."""
     cls = model_class(traits)
     if cls == "other":
-        return ()
+        return (), ()
     if cls == "dense":
-        return _CPU_DENSE
-    if conv == "auto":
-        # Measured (docs/performance.md): on a plain CNN (ResNet-style) channels-last +
-        # data-tiled convolutions beat im2col, direct NHWC and NCHW data-tiled convolutions; on a
-        # depthwise CNN (MobileNet-style, with the depthwise-nhwc rewrite) direct NHWC
-        # convolutions win: data tiling packs every depthwise input (pack dispatches took a
-        # quarter of the time).
-        conv = "direct" if cls == "depthwise-cnn" else "tiled"
-    lowering = {
-        "tiled": _CHANNELS_LAST + _CONV_DATA_TILING,
-        "im2col": _IM2COL,
-        "direct": _CHANNELS_LAST,
-    }[conv]
-    return lowering + _CPU_TUNED
+        # conv-* on a graph without convolutions is the default.
+        return (_CPU_DENSE if _CPU_LEVEL_DEFAULTS[level()]["dense"] == "dense" else ()), ()
+    conv = preset.removeprefix("conv-") if preset.startswith("conv-") else (
+        _CPU_LEVEL_DEFAULTS[level()][cls])
+    flags = _CONV_LOWERINGS[conv] + _CPU_TUNED
+    if cls == "cnn":
+        return flags, (_CNN_REWRITES if conv == "tiled" else ())
+    # conv-im2col keeps the channels-first depthwise form: IREE 3.13's im2col path fails to
+    # compile a channels-last depthwise convolution ("failed to run translation").
+    return flags, (("depthwise-nhwc",) if conv != "im2col" else ())
 
 
 def preset_flags(
-    kind: str, preset: str, *, arch: str = "", traits: Mapping[str, int] | None = None
+    kind: str,
+    preset: str,
+    *,
+    arch: str = "",
+    cpu: str = "",
+    features: Sequence[str] = (),
+    traits: Mapping[str, int] | None = None,
 ) -> tuple[str, ...]:
-    """The flags ``preset`` adds for a target of ``kind`` (``arch`` as normalized) and a graph.
+    """The flags ``preset`` adds for a target of ``kind`` and a graph.
 
-    Raises ``KeyError`` for a preset not in ``PRESETS`` (the options layer rejects those first,
-    as ``invalid_request``). Presets that do not apply to ``kind`` (``conv-*`` on a GPU) are
-    the kind's ``default``.
+    ``arch``, ``cpu`` and ``features`` are the normalized target's (``kiln.targets.cpu.cpu_model``
+    gives the last two): on CPU they select the ISA level (``cpu_level``) the ``default`` and
+    ``conv-*`` flags are chosen for. Raises ``KeyError`` for a preset not in ``PRESETS`` (the
+    options layer rejects those first, as ``invalid_request``). Presets that do not apply to
+    ``kind`` (``conv-*`` on a GPU) are the kind's ``default``.
     """
     if preset not in PRESETS:
         raise KeyError(preset)
@@ -158,9 +202,7 @@ def preset_flags(
     if preset == "size":
         return _SIZE
     if kind == "cpu":
-        if preset.startswith("conv-"):
-            return _cpu_default(traits, conv=preset.removeprefix("conv-"))
-        return _cpu_default(traits)
+        return _cpu_plan(traits, preset, lambda: cpu_level(arch, cpu, features))[0]
     if kind == "cuda":
         return _CUDA_TUNED
     if kind == "rocm":
@@ -169,14 +211,22 @@ def preset_flags(
 
 
 def preset_rewrites(
-    kind: str, preset: str, *, traits: Mapping[str, int] | None = None
+    kind: str,
+    preset: str,
+    *,
+    arch: str = "",
+    cpu: str = "",
+    features: Sequence[str] = (),
+    traits: Mapping[str, int] | None = None,
 ) -> tuple[str, ...]:
-    """Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``) a preset adds for a graph.
+    """Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``) a preset adds for a graph
+    (``arch``, ``cpu``, ``features`` as for ``preset_flags``).
 
     ``depthwise-nhwc`` (channels-first depthwise convolutions run channels-last), for a graph with
     depthwise convolutions:
 
-    - CPU ``default``, ``conv-tiled``, ``conv-direct``: 3.5x faster MobileNet (docs/performance.md);
+    - CPU ``default`` and ``conv-*`` but ``conv-im2col`` (and ``default`` where the level's
+      lowering is im2col): 3.5x faster MobileNet (docs/performance.md);
     - Vulkan, every preset but ``baseline``: IREE 3.13 miscompiles a channels-first depthwise
       convolution for the generic Vulkan profile (wrong results on lavapipe, max error 2.66 on the
       test MobileNet); channels-last it is right, and 1.4x faster there.
@@ -187,43 +237,52 @@ def preset_rewrites(
     ``pool-nhwc``, ``stem-s2d`` and ``conv1x1-matmul`` (``kiln.lowering.cnn``: poolings read and
     write channels-last tensors as elementwise ops over strided slices; a 7x7 stride-2 stem over
     RGB as a 4x4 convolution over 12 channels; 1x1 convolutions as data-tiled 2-D matmuls), for
-    a plain CNN on CPU with data-tiled convolutions (``default``, ``conv-tiled``): ResNet-18 in
-    about 0.75x the time, a ResNet-50-style network in 0.28x (docs/performance.md). With them,
-    ``conv-narrow-tiles`` (``kiln.lowering.tiles``): a data-tiled convolution on an image at most
-    half a vector tile wide (ResNet's 7x7 stage) gets a vector tile of the image's width and a
-    workgroup tile of all its rows (0.75x the time of those layers).
+    a plain CNN on CPU with data-tiled convolutions (``conv-tiled``, and ``default`` at the
+    ``avx512`` level): ResNet-18 in about 0.75x the time, a ResNet-50-style network in 0.28x
+    (docs/performance.md). With them, ``conv-narrow-tiles`` (``kiln.lowering.tiles``): a
+    data-tiled convolution on an image at most half a vector tile wide (ResNet's 7x7 stage) gets
+    a vector tile of the image's width and a workgroup tile of all its rows (0.75x the time of
+    those layers).
     """
     if preset not in PRESETS:
         raise KeyError(preset)
-    if preset == "baseline":
+    if preset in ("baseline", "fast-compile", "size"):
+        if kind == "vulkan" and preset != "baseline" and model_class(traits) == "depthwise-cnn":
+            return ("depthwise-nhwc",)
         return ()
-    cls = model_class(traits)
-    if cls == "cnn" and kind == "cpu" and preset in ("default", "conv-tiled"):
-        return _CNN_REWRITES
-    if cls != "depthwise-cnn":
-        return ()
-    if kind == "vulkan":
-        return ("depthwise-nhwc",)
-    # conv-im2col keeps the channels-first depthwise form: IREE 3.13's im2col path fails to
-    # compile a channels-last depthwise convolution ("failed to run translation").
-    if kind == "cpu" and preset not in ("fast-compile", "size", "conv-im2col"):
+    if kind == "cpu":
+        return _cpu_plan(traits, preset, lambda: cpu_level(arch, cpu, features))[1]
+    if kind == "vulkan" and model_class(traits) == "depthwise-cnn":
         return ("depthwise-nhwc",)
     return ()
 
 
-def autotune_presets(kind: str, traits: Mapping[str, int] | None = None) -> tuple[str, ...]:
+def autotune_presets(
+    kind: str,
+    traits: Mapping[str, int] | None = None,
+    *,
+    arch: str = "",
+    cpu: str = "",
+    features: Sequence[str] = (),
+) -> tuple[str, ...]:
     """The presets worth timing for a graph on ``kind``, ``"default"`` first, no duplicates.
 
-    Only presets whose flags differ for this graph are listed (``conv-*`` only for a CNN).
+    Only presets whose flags differ for this graph are listed (``conv-*`` only for a CNN). On CPU
+    the comparison is made for the target ``arch``/``cpu``/``features`` describe (``cpu_level``);
+    without them every candidate is listed (which ``conv-*`` equals ``default`` depends on the
+    level; the caller's digest comparison finds identical executables).
     """
     names = ["default", "baseline"]
     if kind == "cpu" and model_class(traits) in ("cnn", "depthwise-cnn"):
         names += ["conv-tiled", "conv-im2col", "conv-direct"]
+        if not (arch or cpu or features):
+            return tuple(names)
+    target = {"arch": arch, "cpu": cpu, "features": features}
     seen: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
     for name in names:
         plan = (
-            preset_flags(kind, name, traits=traits),
-            preset_rewrites(kind, name, traits=traits),
+            preset_flags(kind, name, traits=traits, **target),
+            preset_rewrites(kind, name, traits=traits, **target),
         )
         seen.setdefault(plan, name)
     return tuple(seen.values())

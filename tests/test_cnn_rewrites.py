@@ -20,6 +20,9 @@ from tests.graphs import onnx_model
 
 CPU = "cpu:x86_64:generic"
 REWRITES = ("pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
+# The rewrites come with data-tiled convolutions: the CPU default at the avx512 level, and
+# conv-tiled at every level (the portable target here, so the tests run on any x86_64 host).
+TILED = {"preset": "conv-tiled"}
 
 
 def onnx_stem_cnn(
@@ -158,7 +161,7 @@ def _check_against_reference(
 )
 def test_rewritten_cnn_matches_the_reference(pipeline: Pipeline, kw: dict[str, Any]) -> None:
     data, model = onnx_stem_cnn(**kw)
-    art = _check_against_reference(pipeline, data, model)
+    art = _check_against_reference(pipeline, data, model, options=TILED)
     assert art.rewrites == REWRITES
     base = _check_against_reference(pipeline, data, model, options={"preset": "baseline"})
     assert base.rewrites == () and base.key != art.key
@@ -178,12 +181,12 @@ def test_graphs_the_stem_rewrite_does_not_match_still_compile_right(
     pipeline: Pipeline, kw: dict[str, Any]
 ) -> None:
     data, model = onnx_stem_cnn(**kw)
-    art = _check_against_reference(pipeline, data, model)
+    art = _check_against_reference(pipeline, data, model, options=TILED)
     assert art.rewrites == REWRITES  # chosen from the graph class; matching is per op
 
 
 def _at_global_optimization(pipeline: Pipeline, data: bytes, tmp_path: Any) -> tuple[Any, Any]:
-    """The graph after IREE's global optimization with the CPU default flags, parsed in a
+    """The graph after IREE's global optimization with the conv-tiled flags, parsed in a
     compiler session's context: (session, module). Staged by the native ``iree-compile`` (the
     data-tiling op-set flag is a global option the session API does not take)."""
     import subprocess
@@ -194,7 +197,7 @@ def _at_global_optimization(pipeline: Pipeline, data: bytes, tmp_path: Any) -> t
     from kiln.worker_tasks import cli_command
 
     graph = pipeline.prepare(data)
-    flags = pipeline.flags_for(parse_target(CPU), normalize_options({}), graph=graph)
+    flags = pipeline.flags_for(parse_target(CPU), normalize_options(TILED), graph=graph)
     (tmp_path / "in.mlir").write_text(graph.mlir)
     cmd = cli_command(list(flags))[:-3] + [
         "--compile-to=global-optimization", "--emit-mlir-bytecode", "in.mlir", "-o", "go.mlirbc"]
@@ -248,7 +251,7 @@ def test_both_engines_build_the_same_bytes_with_the_cnn_rewrites() -> None:
     digests = []
     for engine in ("session", "cli"):
         with Pipeline(workers=1, engine=engine) as p:
-            art = p.compile(data, targets=[CPU]).artifacts[0]
+            art = p.compile(data, targets=[CPU], options=TILED).artifacts[0]
             assert art.rewrites == REWRITES
             digests.append(art.digest)
     assert digests[0] == digests[1]
@@ -278,7 +281,7 @@ def test_bottleneck_with_strided_projection_matches_the_reference(
     pipeline: Pipeline, batch: int
 ) -> None:
     data, model = onnx_bottleneck(batch=batch)
-    art = _check_against_reference(pipeline, data, model)
+    art = _check_against_reference(pipeline, data, model, options=TILED)
     assert art.rewrites == REWRITES
 
 

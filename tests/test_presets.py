@@ -18,6 +18,10 @@ from tests.graphs import onnx_mlp, onnx_mlp_reference
 
 CPU = "cpu:x86_64:generic"
 CONV_ONLY = "--iree-dispatch-creation-experimental-set-data-tiling-ops=convolution"
+IM2COL = "--iree-global-opt-use-im2col-for-convs"
+# Targets of each x86 ISA level (kiln.targets.cpu.LEVELS), as keyword arguments of preset_flags.
+AVX512 = {"arch": "x86_64", "cpu": "skylake-avx512"}
+AVX2 = {"arch": "x86_64", "cpu": "haswell"}
 
 
 def onnx_cnn(*, depthwise: bool = False) -> bytes:
@@ -79,7 +83,7 @@ def test_presets_only_emit_known_iree_flags() -> None:
 
 
 def test_trait_based_choice_for_conv_and_matmul_graphs() -> None:
-    conv = preset_flags("cpu", "default", traits={"conv": 3, "matmul": 1})
+    conv = preset_flags("cpu", "default", traits={"conv": 3, "matmul": 1}, **AVX512)
     dense = preset_flags("cpu", "default", traits={"matmul": 4, "attention": 2})
     plain = preset_flags("cpu", "default", traits={})
     assert CONV_ONLY in conv and "--iree-opt-data-tiling" in conv
@@ -90,12 +94,92 @@ def test_trait_based_choice_for_conv_and_matmul_graphs() -> None:
     assert "conv-im2col" not in autotune_presets("cpu", {"matmul": 1})
 
 
+def test_the_isa_level_comes_from_llvms_features_for_the_cpu() -> None:
+    from kiln.targets.presets import cpu_level
+
+    assert cpu_level() == "x86-64"  # the portable `cpu` target: LLVM's generic x86-64
+    assert cpu_level("x86_64", "x86-64-v2") == cpu_level("x86_64", "nehalem") == "x86-64-v2"
+    assert cpu_level("x86_64", "haswell") == cpu_level("x86_64", "znver3") == "avx2"
+    assert cpu_level("x86_64", "skylake-avx512") == cpu_level("x86_64", "znver4") == "avx512"
+    # explicit features count, the last mention winning as in LLVM
+    assert cpu_level("x86_64", "skylake-avx512", ["-avx512f"]) == "avx2"
+    assert cpu_level("x86_64", "haswell", ["+avx512f"]) == "avx512"
+    assert cpu_level("aarch64", "neoverse-v2") == "aarch64"
+    assert cpu_level("riscv64", "generic-rv64") == "riscv64"
+
+
+def test_below_avx512_a_cnn_defaults_to_im2col() -> None:
+    """IREE 3.13 data-tiles convolutions only with AVX-512F: below it the AVX-512 default's
+    convolutions ran 7x slower than im2col (docs/performance.md, "Defaults per ISA level")."""
+    cnn = {"conv": 3}
+    avx512 = preset_flags("cpu", "default", traits=cnn, **AVX512)
+    assert CONV_ONLY in avx512 and IM2COL not in avx512
+    targets: list[dict[str, str]] = [AVX2, {"arch": "x86_64", "cpu": "x86-64-v2"}, {},
+                                     {"arch": "aarch64"}]
+    for kw in targets:
+        flags = preset_flags("cpu", "default", traits=cnn, **kw)
+        assert flags != avx512 and IM2COL in flags and CONV_ONLY not in flags
+        assert flags == preset_flags("cpu", "conv-im2col", traits=cnn, **kw)
+    # autotune lists what differs for the target: at AVX2 conv-im2col is the default itself
+    assert autotune_presets("cpu", cnn, **AVX2) == (
+        "default", "baseline", "conv-tiled", "conv-direct")
+    assert "conv-im2col" in autotune_presets("cpu", cnn, **AVX512)
+
+
+def _host_runs(level: str) -> bool:
+    """Whether this machine executes code built for the x86 ``level``."""
+    from kiln.resolver import detect_cpu
+    from kiln.targets.cpu import LEVELS, isa_level
+
+    host = detect_cpu()
+    if host.arch != "x86_64":
+        return False
+    order = [name for name, _ in reversed(LEVELS["x86_64"])]
+    return order.index(isa_level("x86_64", host.name, host.features)) >= order.index(level)
+
+
+@pytest.mark.parametrize(
+    ("level", "target"),
+    [("x86-64", CPU), ("avx2", "cpu:x86_64:haswell"), ("avx512", "cpu:x86_64:skylake-avx512")],
+)
+def test_the_default_at_each_isa_level_matches_the_reference(
+    pipeline: Pipeline, level: str, target: str
+) -> None:
+    """A ResNet-style bottleneck (strided 1x1 projection), a MobileNet-style block and an MLP,
+    compiled with each level's default and run here when this host executes that level."""
+    from onnx.reference import ReferenceEvaluator
+
+    from tests.test_cnn_rewrites import onnx_bottleneck
+
+    if not _host_runs(level):
+        pytest.skip(f"this host does not execute {level} code")
+    cnn_data, cnn = onnx_bottleneck(batch=1)
+    dw_data, dw = onnx_separable(batch=1)
+    rng = np.random.default_rng(5)
+    for data, model in ((cnn_data, cnn), (dw_data, dw)):
+        dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        x = rng.standard_normal(dims).astype(np.float32)
+        res = pipeline.compile(data, targets=[target])
+        assert not res.errors, res.errors
+        art = res.artifacts[0]
+        if model is cnn:
+            assert (CONV_ONLY in art.flags) == (level == "avx512")
+            assert (IM2COL in art.flags) == (level != "avx512")
+        y = load_vmfb(art.data, driver="local-task")[res.functions[0]](x)
+        ref = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    res = pipeline.compile(onnx_mlp(), targets=[target])
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    y = load_vmfb(res.artifacts[0].data, driver="local-task")["mlp"](x)
+    np.testing.assert_allclose(y, onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
+
+
 def test_explicit_option_wins_over_the_preset_and_list_flags_survive() -> None:
     with Pipeline(workers=1) as p:
         spec = parse_target(CPU)
         flags = p.flags_for(spec, normalize_options({"opt_level": "O1"}))
         assert flags[: len(spec.flags)] == spec.flags
-    preset = preset_flags("cpu", "default", traits={"conv": 1})
+    preset = preset_flags("cpu", "default", traits={"conv": 1}, **AVX512)
     merged = merge_flags(spec.flags, preset, ("--iree-opt-level=O1",))
     assert [f for f in merged if f.startswith("--iree-opt-level")] == ["--iree-opt-level=O1"]
     tiling = "--iree-dispatch-creation-experimental-set-data-tiling-ops="
@@ -111,7 +195,9 @@ def test_prepare_counts_convolutions_and_matmuls(pipeline: Pipeline) -> None:
     assert (mlp.traits.conv, mlp.traits.matmul) == (0, 2)
     spec = parse_target(CPU)
     opts = normalize_options(None)
-    assert CONV_ONLY in pipeline.flags_for(spec, opts, graph=cnn)
+    assert IM2COL in pipeline.flags_for(spec, opts, graph=cnn)
+    assert CONV_ONLY in pipeline.flags_for(parse_target("cpu:x86_64:skylake-avx512"), opts,
+                                           graph=cnn)
     assert CONV_ONLY not in pipeline.flags_for(spec, opts, graph=mlp)
     assert "--iree-opt-data-tiling" in pipeline.flags_for(spec, opts, graph=mlp)
 
@@ -136,7 +222,7 @@ def test_a_preset_change_changes_the_cache_key_and_the_executable_runs(tmp_path:
         base = p.compile(data, targets=[CPU], options={"preset": "baseline"}).artifacts[0]
         assert again.key == default.key and again.cached
         assert base.key != default.key and not base.cached
-        assert CONV_ONLY in default.flags and CONV_ONLY not in base.flags
+        assert IM2COL in default.flags and IM2COL not in base.flags
         outs = [
             load_vmfb(cache.read_blob(a.digest), driver="local-task")["main"](x, w)
             for a in (default, base)
@@ -199,7 +285,7 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
 
     dw = {"conv": 3, "depthwise_conv": 1}
     assert model_class(dw) == "depthwise-cnn"
-    assert preset_rewrites("cpu", "default", traits=dw) == ("depthwise-nhwc",)
+    assert preset_rewrites("cpu", "default", traits=dw, **AVX512) == ("depthwise-nhwc",)
     assert preset_rewrites("cpu", "conv-direct", traits=dw) == ("depthwise-nhwc",)
     for preset in ("baseline", "fast-compile", "size", "conv-im2col"):
         assert preset_rewrites("cpu", preset, traits=dw) == ()
@@ -207,10 +293,14 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
     # and the tile sizes of its narrow convolutions.
     cnn = {"conv": 3}
     for preset in ("default", "conv-tiled"):
-        assert preset_rewrites("cpu", preset, traits=cnn) == (
+        assert preset_rewrites("cpu", preset, traits=cnn, **AVX512) == (
             "pool-nhwc", "stem-s2d", "conv1x1-matmul", "conv-narrow-tiles")
     for preset in ("baseline", "fast-compile", "size", "conv-im2col", "conv-direct"):
-        assert preset_rewrites("cpu", preset, traits=cnn) == ()
+        assert preset_rewrites("cpu", preset, traits=cnn, **AVX512) == ()
+    # Below AVX-512 the default CNN lowering is im2col: no data-tiled convolutions to rewrite.
+    assert preset_rewrites("cpu", "default", traits=cnn, **AVX2) == ()
+    assert preset_rewrites("cpu", "conv-tiled", traits=cnn, **AVX2) == preset_rewrites(
+        "cpu", "conv-tiled", traits=cnn, **AVX512)
     assert preset_rewrites("cpu", "default", traits={"matmul": 2}) == ()
     for kind in ("cuda", "rocm", "metal"):
         assert preset_rewrites(kind, "default", traits=dw) == ()
@@ -222,8 +312,8 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
     assert preset_rewrites("vulkan", "default", traits={"conv": 3}) == ()
     # A depthwise CNN compiles its convolutions direct (channels-last, no conv data tiling);
     # a plain CNN keeps data-tiled convolutions.
-    assert CONV_ONLY not in preset_flags("cpu", "default", traits=dw)
-    assert CONV_ONLY in preset_flags("cpu", "default", traits={"conv": 3})
+    assert CONV_ONLY not in preset_flags("cpu", "default", traits=dw, **AVX512)
+    assert CONV_ONLY in preset_flags("cpu", "default", traits={"conv": 3}, **AVX512)
     with pytest.raises(KeyError):
         preset_rewrites("cpu", "turbo")
 
