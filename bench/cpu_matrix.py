@@ -82,6 +82,7 @@ COMPILE_ONLY = ("neoverse-n1", "neoverse-v2", "riscv64")
 # ELF e_machine of each architecture (System V ABI): the structural check of an executable.
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "riscv64": 243}
 CONV_PRESETS = ("conv-tiled", "conv-im2col", "conv-direct")
+PRESET_ORDER = ("default", "baseline", *CONV_PRESETS, "size", "fast-compile")
 
 
 def level_target(level: str) -> str:
@@ -396,8 +397,10 @@ def groups(state: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, dict[s
         out.setdefault((c["model"], c["batch"], c["level"]), {})[c["preset"]] = _resolve(cells, c)
     order = {n: i for i, n in enumerate(zoo.SPECS)}
     lorder = {n: i for i, n in enumerate(LEVELS)}
-    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1],
-                                                    lorder.get(kv[0][2], 99))))
+    porder = {n: i for i, n in enumerate(PRESET_ORDER)}
+    return {k: dict(sorted(g.items(), key=lambda kv: porder.get(kv[0], 99)))
+            for k, g in sorted(out.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1],
+                                                             lorder.get(kv[0][2], 99)))}
 
 
 def summarize(g: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -463,13 +466,15 @@ def summary_tables(state: dict[str, Any]) -> str:
     # levels count a structurally sound module of every preset.
 
     def passed(g: dict[str, dict[str, Any]], level: str) -> bool | None:
-        cs = list(g.values())
-        if level in COMPILE_ONLY or not any(c.get("status") == "ran" for c in cs):
-            if all(c.get("status") in ("compiled", "ran") for c in cs):
-                return True
-            return False if any(c.get("status") in ("compile_failed", "bad_module", "run_failed")
-                                for c in cs) else None
-        return all(c.get("status") == "ran" and c["pass"] for c in cs)
+        """None: not finished (an executable level's group compiled but not yet timed)."""
+        st = [c.get("status") for c in g.values()]
+        if any(s in ("compile_failed", "bad_module", "run_failed") for s in st):
+            return False
+        if level in COMPILE_ONLY or not state["levels"].get(level, {}).get("executable", True):
+            return all(s in ("compiled", "ran", "illegal_instruction") for s in st)
+        if not all(s == "ran" for s in st):
+            return None
+        return all(c["pass"] for c in g.values())
 
     suites = sorted({c["suite"] for c in state["cells"].values()})
     lines = [("Pass rate (a model passes at a level when every preset compiled and, where "
