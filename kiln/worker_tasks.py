@@ -27,15 +27,26 @@ _DIAG_RE = re.compile(
 STDERR_PATH: str | None = None  # set by the worker process at start (kiln.workers)
 
 
-def _context() -> Any:
-    """A fresh MLIR context (IREE's dialects: torch, stablehlo, tosa, ...) for one job (~10 ms).
+# The dialects IREE's ONNX importer builds ops of without parsing them (its documented contract:
+# ``func`` and ``torch`` only). An op of a dialect not loaded would be created unregistered.
+_ONNX_IMPORTER_DIALECTS = ("func", "torch")
 
-    Never reused across jobs: a context uniques resource blob names, so a second import of the
-    same ONNX model in a reused context would name its weights ``w_1`` instead of ``w`` and
-    change the graph digest."""
+
+def _context(*load: str) -> Any:
+    """A fresh, single-threaded MLIR context for one job: IREE's dialects (torch, stablehlo,
+    tosa, hal, ...) registered, only ``load`` loaded up front.
+
+    The parser loads each registered dialect it meets, so the printed IR is the same as with
+    every dialect loaded; loading all of them (``ir.Context()``'s default) and the per-context
+    thread pool cost ~40 ms and ~2 ms a parse on small graphs (bench/RESULTS.md, "Compile
+    overhead"). Never reused across jobs: a context uniques resource blob names, so a second
+    import of the same ONNX model in a reused context would name its weights ``w_1`` instead of
+    ``w`` and change the graph digest."""
     from iree.compiler import ir
 
-    return ir.Context()
+    ctx = ir.Context(load_on_create_dialects=list(load))
+    ctx.enable_multithreading(False)
+    return ctx
 
 
 def prepare(
@@ -54,7 +65,7 @@ def prepare(
     from kiln.lowering.entry_points import add_async_entry_points
 
     fmt = detect_format(data, declared=declared_format)
-    ctx = _context()
+    ctx = _context(*_ONNX_IMPORTER_DIALECTS) if fmt is GraphFormat.ONNX else _context()
     if fmt is GraphFormat.ONNX:
         model = onnx_dialect.load_model(data, external_data_dir=external_data_dir)
         module = onnx_dialect.import_model(model, context=ctx)
