@@ -30,6 +30,9 @@ _FLAGS: dict[str, str] = {
     "prepare_workers": "KILN_PREPARE_WORKERS",
     "compile_timeout": "KILN_COMPILE_TIMEOUT",
     "max_request_bytes": "KILN_MAX_REQUEST_BYTES",
+    "header_timeout": "KILN_HEADER_TIMEOUT",
+    "body_timeout": "KILN_BODY_TIMEOUT",
+    "max_connections_per_client": "KILN_MAX_CONNECTIONS_PER_CLIENT",
     "max_queue": "KILN_MAX_QUEUE",
     "tokens_file": "KILN_TOKENS_FILE",
     "http_workers": "KILN_HTTP_WORKERS",
@@ -55,6 +58,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--prepare-workers", type=int, help="graph import workers (KILN_PREPARE_WORKERS, default 1)")
     a("--compile-timeout", type=float, help="per-target compile timeout, s (KILN_COMPILE_TIMEOUT)")
     a("--max-request-bytes", type=int, help="largest request body (KILN_MAX_REQUEST_BYTES)")
+    a("--header-timeout", type=float,
+      help="seconds to send a request's headers, else 408 (KILN_HEADER_TIMEOUT, default 10)")
+    a("--body-timeout", type=float,
+      help="longest silence while a body streams in, s (KILN_BODY_TIMEOUT, default 30)")
+    a("--max-connections-per-client", type=int,
+      help="open connections per client address, 0 = no cap (KILN_MAX_CONNECTIONS_PER_CLIENT)")
     a("--max-queue", type=int, help="compile jobs that may wait for a worker (KILN_MAX_QUEUE)")
     a("--tokens-file", help="bearer tokens, one per line (KILN_TOKENS_FILE; or KILN_TOKENS)")
     a("--http-workers", type=int, help="uvicorn worker processes (KILN_HTTP_WORKERS, default 1)")
@@ -106,6 +115,20 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     return serve(settings)
 
 
+def _raise_fd_limit() -> None:
+    """Open-file soft limit up to the hard one: each connection and cached blob holds a
+    descriptor, and a soft limit of 256 or 1024 is the first thing a crowd of clients exhausts."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1 << 16 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass  # some sandboxes refuse it; the soft limit stays
+
+
 def serve(settings: Any) -> int:
     """Run uvicorn until SIGINT/SIGTERM. Blocks."""
     import uvicorn
@@ -113,8 +136,12 @@ def serve(settings: Any) -> int:
     from kiln.service.app import create_app
     from kiln.service.logs import configure_logging
 
+    from kiln.service.connections import GuardedHttpProtocol
+
     configure_logging(settings.log_level)
+    _raise_fd_limit()
     common: dict[str, Any] = {
+        "http": GuardedHttpProtocol,  # header/body read timeouts, per-client connection cap
         "host": settings.host,
         "port": settings.port,
         "log_config": None,

@@ -74,7 +74,9 @@ async def compile_graph(
     option: Annotated[list[str] | None, Query(description="key=value")] = None,
 ) -> Response:
     svc = _service(request)
-    body = await read_body(request, limit=svc.settings.max_request_bytes)
+    body = await read_body(
+        request, limit=svc.settings.max_request_bytes, budget=svc.uploads
+    )
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if ctype == "application/octet-stream":
         data, targets, options = body, list(target or []), _query_options(option or [])

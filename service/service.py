@@ -21,6 +21,7 @@ from kiln.workers import WorkerPool, default_pool_size
 from .artifacts import ArtifactServer
 from .auth import TokenAuth
 from .compiles import CompileService
+from .limits import UploadBudget
 from .metrics import Metrics
 from .settings import Settings
 
@@ -67,6 +68,7 @@ class Service:
             in_flight=lambda: compile_pool.in_flight,
             prepare_queue_depth=lambda: prepare_pool.queue_depth,
         )
+        self.uploads = UploadBudget(s.max_upload_bytes_in_flight, retry_after=s.retry_after)
         self._targets_json: bytes | None = None
 
     def start(self) -> None:

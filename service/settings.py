@@ -38,6 +38,15 @@ class Settings(BaseSettings):
     #: Address-space cap of each worker process (RLIMIT_AS); a compile past it fails cleanly.
     worker_memory_bytes: int = Field(8 << 30, ge=1 << 28)
     max_request_bytes: int = Field(256 << 20, ge=1024)
+    #: Request bodies being received at once, in bytes, per HTTP worker; a body that would pass
+    #: it is refused with 503 overloaded before it is read (three 255 MiB uploads took 3.5 GB).
+    max_upload_bytes_in_flight: int = Field(512 << 20, ge=1024)
+    #: Seconds a client has to send a request line and headers (service/connections.py).
+    header_timeout: float = Field(10.0, ge=0)
+    #: Longest silence, in seconds, while a request body streams in.
+    body_timeout: float = Field(30.0, ge=0)
+    #: Open connections one client address may hold per HTTP worker; 0 = no cap.
+    max_connections_per_client: int = Field(64, ge=0)
     #: Compile jobs allowed to wait for a busy worker (per HTTP worker); past it: 503 overloaded.
     #: At least 1: the worker pool counts a job handed to an idle worker as waiting for an instant.
     max_queue: int = Field(16, ge=1)
