@@ -4,7 +4,11 @@ Reads go to the local tier first, then the remote one; a remote hit is backfille
 tier (blob before record) so the next read is local. Writes follow the :class:`WritePolicy`.
 
 Failure semantics: the remote tier's :class:`kiln.errors.CacheUnavailable` never escapes — a read
-becomes a local-only read (a miss if the local tier misses), a write is kept locally. Each failure
+becomes a local-only read (a miss if the local tier misses), a write is kept locally and its key
+is noted in the disk tier (``<root>/v1/remote-pending/<key>``, an empty file, so a restart keeps
+the list). Once Redis answers again the noted entries are copied to it, blob before record, in a
+background thread (one at a time; started by the next cache operation, at most once a second),
+so what was built during an outage reaches the other replicas after it (issue 21: it never did). Each failure
 has already been logged and reported by the remote backend's ``on_error`` hook. Local-tier errors
 (``OSError``) propagate to the facade, which logs and counts them (``store_errors``); a failed
 backfill is only logged, the remote hit is still returned.
@@ -12,7 +16,10 @@ backfill is only logged, the remote hit is still returned.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +27,7 @@ from kiln.errors import CacheUnavailable
 
 from .disk import DiskStorage
 from .redis import RedisStorage
+from .key import normalize_digest
 from .types import ActionRecord, Found, StoreStats, VerifyReport, WritePolicy
 
 __all__ = ["TieredStorage"]
@@ -40,11 +48,16 @@ class TieredStorage:
         self.local = local
         self.remote = remote
         self.write_policy = write_policy
+        self.pending_dir = local.base / "remote-pending"
+        self._pending = self.pending_dir.is_dir() and any(self.pending_dir.iterdir())
+        self._catch_up_lock = threading.Lock()
+        self._catch_up_at = 0.0
 
     def location(self) -> str:
         return f"{self.local.location()} + {self.remote.location()}"
 
     def find(self, key: str, *, load: bool = False) -> Found | None:
+        self._maybe_catch_up()
         hit = self.local.find(key, load=load)
         if hit is not None:
             return hit
@@ -97,7 +110,8 @@ class TieredStorage:
 
     def put(self, record: ActionRecord, data: bytes) -> None:
         self.local.put(record, data)
-        self._remote_write(lambda: self.remote.put(record, data))
+        if not self._remote_write(lambda: self.remote.put(record, data)):
+            self._note_pending(record.key)
 
     def put_blob(self, digest: str, data: bytes) -> None:
         self.local.put_blob(digest, data)
@@ -105,7 +119,8 @@ class TieredStorage:
 
     def put_record(self, record: ActionRecord) -> None:
         self.local.put_record(record)
-        self._remote_write(lambda: self.remote.put_record(record))
+        if not self._remote_write(lambda: self.remote.put_record(record)):
+            self._note_pending(record.key)
 
     def delete_record(self, key: str) -> None:
         self.local.delete_record(key)
@@ -136,10 +151,70 @@ class TieredStorage:
         self.local.close()
         self.remote.close()
 
-    def _remote_write(self, fn: Callable[[], None]) -> None:
+    def _remote_write(self, fn: Callable[[], None]) -> bool:
+        """Run a remote write; False if Redis was unavailable (the local tier has the entry)."""
         if self.write_policy is WritePolicy.LOCAL_ONLY:
-            return
+            return True
         try:
             fn()
         except CacheUnavailable:
-            pass  # logged and counted by the backend; the local tier has the entry
+            return False  # logged and counted by the backend
+        return True
+
+    # -- catching Redis up after an outage ---------------------------------------------------
+
+    def _note_pending(self, key: str) -> None:
+        try:
+            name = normalize_digest(key).removeprefix("sha256:")  # a hex name, never a path
+            self.pending_dir.mkdir(parents=True, exist_ok=True)
+            (self.pending_dir / name).touch()
+            self._pending = True
+        except (OSError, ValueError) as exc:
+            log.error("kiln cache: could not note %s for redis: %s", key, exc)
+
+    def _maybe_catch_up(self) -> None:
+        if not self._pending or time.monotonic() < self._catch_up_at:
+            return
+        if not self._catch_up_lock.acquire(blocking=False):
+            return  # a catch-up is running
+        self._catch_up_at = time.monotonic() + 1.0
+        threading.Thread(target=self._catch_up_locked, name="kiln-redis-catch-up",
+                         daemon=True).start()
+
+    def catch_up(self) -> int:
+        """Copy every noted entry to Redis now; returns how many were copied. Stops at the first
+        Redis failure (the rest stay noted). Entries evicted from the local tier meanwhile are
+        dropped from the list."""
+        with self._catch_up_lock:
+            return self._copy_pending()
+
+    def _catch_up_locked(self) -> None:
+        try:
+            n = self._copy_pending()
+            if n:
+                log.warning("kiln cache: copied %d entries made during the outage to redis", n)
+        except Exception:  # noqa: BLE001 - a background thread must not die silently
+            log.exception("kiln cache: catching redis up failed")
+        finally:
+            self._catch_up_lock.release()
+
+    def _copy_pending(self) -> int:
+        copied = 0
+        try:
+            names = [p.name for p in self.pending_dir.iterdir()]
+        except FileNotFoundError:
+            names = []
+        for key in names:
+            marker = self.pending_dir / key
+            rec = self.local.get_record(key)
+            data = self.local.get_blob(rec.digest) if rec is not None else None
+            if rec is not None and data is not None:
+                try:
+                    self.remote.put(rec, data)
+                except CacheUnavailable:
+                    return copied  # still down: try again later
+                copied += 1
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+        self._pending = False
+        return copied

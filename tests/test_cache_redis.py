@@ -158,3 +158,37 @@ def test_unreachable_redis_raises_cache_unavailable_from_the_backend(tmp_path: P
         assert store.ping() is False
     finally:
         store.close()
+
+
+def test_entries_made_during_an_outage_reach_redis_afterwards(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    # Issue 21: during Redis's back-off new entries went to the local tier only, for ever.
+    with open_cache(cache_dir=tmp_path / "a", redis_url=redis_server.url,
+                    redis_retry_interval=0.05) as a:
+        redis_server.kill()
+        made = [a.get_or_build(key(i), Counter(key(i))) for i in range(200, 205)]
+        assert all(not m.cached for m in made)
+        redis_server.start()  # back, empty
+        with open_cache(cache_dir=tmp_path / "b", redis_url=redis_server.url) as b:
+            deadline = time.monotonic() + 20
+            while any(b.lookup(key(i)) is None for i in range(200, 205)):
+                assert time.monotonic() < deadline, "the outage's entries never reached redis"
+                a.lookup(key(999))  # any cache operation lets the catch-up start
+                time.sleep(0.2)
+            for i in range(200, 205):  # and another replica gets the same bytes without building
+                b2 = Counter(key(i))
+                got = b.get_or_build(key(i), b2)
+                assert got.cached and got.data == data_for(key(i)) and b2.calls == 0
+
+
+def test_the_outage_list_survives_a_restart(redis_server: Any, tmp_path: Path) -> None:
+    with open_cache(cache_dir=tmp_path / "a", redis_url=redis_server.url,
+                    redis_retry_interval=0.05) as a:
+        redis_server.kill()
+        a.get_or_build(key(300), Counter(key(300)))
+    redis_server.start()
+    with open_cache(cache_dir=tmp_path / "a", redis_url=redis_server.url) as again:
+        assert again.storage.catch_up() == 1
+        with open_cache(redis_url=redis_server.url, disk=False) as remote_only:
+            assert remote_only.lookup(key(300)) is not None
