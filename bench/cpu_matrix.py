@@ -65,6 +65,8 @@ SECTION = "## Zoo x CPU matrix (bench/cpu_matrix.py)"
 RESULTS = ROOT / "bench" / "RESULTS.md"
 DEFAULT_JSON = zoo.ZOO_DIR / "cpu_matrix.json"
 RTOL, ATOL = 1e-3, 1e-4
+# Timing of one group: at most about BUDGET_S seconds, but never fewer than MIN_REPEATS rounds.
+BUDGET_S, MIN_REPEATS = 60.0, 3
 
 # short name → Kiln target ("host" is resolved at run time); the order is the report's.
 LEVELS: dict[str, str] = {
@@ -181,13 +183,18 @@ def _time_child(job_path: str) -> int:
                          and (err <= ATOL * scale + RTOL * np.abs(ref)).all()),
         }
         calls[preset] = lambda fn=fn: fn(*m.inputs)
-    # blocks of about 0.2 s, at least 3 calls
-    t0 = time.perf_counter()
-    calls["ort"]()
-    one = time.perf_counter() - t0
-    block = int(min(20, max(3, round(0.2 / max(one, 1e-4)))))
-    times = alternate(calls, repeats=job["repeats"], block=block)
-    out = {"block": block, "repeats": job["repeats"], "checks": checks,
+    # blocks of about 0.2 s of onnxruntime, at least 3 calls; fewer rounds (not fewer than
+    # MIN_REPEATS) when one round of every engine would take more than BUDGET_S / repeats
+    one: dict[str, float] = {}
+    for label, call in calls.items():
+        t0 = time.perf_counter()
+        call()
+        one[label] = time.perf_counter() - t0
+    block = int(min(20, max(3, round(0.2 / max(one["ort"], 1e-4)))))
+    per_round = sum(one.values()) * (block + 1)
+    repeats = max(MIN_REPEATS, min(job["repeats"], int(BUDGET_S / per_round)))
+    times = alternate(calls, repeats=repeats, block=block)
+    out = {"block": block, "repeats": repeats, "checks": checks,
            "times_ms": {k: [t * 1e3 for t in v] for k, v in times.items()}}
     Path(job["out"]).write_text(json.dumps(out))
     return 0
@@ -344,7 +351,8 @@ def run(args: argparse.Namespace) -> None:
                                         ort_ms=statistics.median(t["ort"]),
                                         vs_ort=statistics.median(ratios),
                                         blocks_ms=t[preset], ort_blocks_ms=t["ort"],
-                                        block=out["block"], run=run_id)
+                                        block=out["block"], repeats=out["repeats"],
+                                        run=run_id)
                     if status == "sigill":
                         lv_state["executable"] = False
                         lv_state["sigill"] = f"{model} b{batch}"
@@ -591,8 +599,10 @@ def main(argv: list[str] | None = None) -> int:
             f"(the 2 cores were shared with other compiles: read the paired ratios). Models: "
             f"`bench/zoo.py` (ONNX, random init). Each (model, level) group: every preset "
             f"compiled through Kiln, then onnxruntime (2 threads) and every executable "
-            f"timed in one child process, {args.repeats} alternated rounds of blocks "
-            f"(``bench.executables.alternate``), medians; ratios between presets are medians "
+            f"timed in one child process, up to {args.repeats} alternated rounds of blocks "
+            f"(``bench.executables.alternate``; at least {MIN_REPEATS}, fewer than "
+            f"{args.repeats} only where a round took over {BUDGET_S / args.repeats:.0f} s), "
+            f"medians; ratios between presets are medians "
             f"of per-round ratios. Pass: |Kiln − onnxruntime| ≤ {ATOL:g}·max(1, max|ref|) + "
             f"{RTOL:g}·|ref| elementwise. Per-cell figures: "
             f"`python bench/cpu_matrix.py --report`.\n\n{summary}\n\n"
