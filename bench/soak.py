@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.graphs import LINALG  # noqa: E402
-from tests.server import kiln_server  # noqa: E402
+from tests.graphs import LINALG
+from tests.server import kiln_server
 
 SECTION = "## Soak (bench/soak.py)"
 RESULTS = REPO / "bench" / "RESULTS.md"
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="compile workers of the daemon")
     ap.add_argument("--record", action="store_true", help=f"write {SECTION!r} in RESULTS.md")
     args = ap.parse_args(argv)
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory() as tmp:
         r = soak(args.minutes, args.clients, args.workers, Path(tmp))
     growth = r["rss_last"] / r["rss_first"] - 1
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({MIX['hit']:.0%}), a never-seen graph ({MIX['miss']:.0%}) or a bad input "
                 f"({MIX['bad']:.0%}).\n\n{table}")
         old = RESULTS.read_text()
-        pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+        pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
         body = f"{SECTION}\n\n{text.strip()}\n\n"
         new = (pattern.sub(lambda _: body, old) if pattern.search(old)
                else old.rstrip() + "\n\n" + body)

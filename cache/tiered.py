@@ -26,8 +26,8 @@ from pathlib import Path
 from kiln.errors import CacheUnavailable
 
 from .disk import DiskStorage
-from .redis import RedisStorage
 from .key import normalize_digest
+from .redis import RedisStorage
 from .types import ActionRecord, Found, StoreStats, VerifyReport, WritePolicy
 
 __all__ = ["TieredStorage"]
@@ -193,7 +193,7 @@ class TieredStorage:
             n = self._copy_pending()
             if n:
                 log.warning("kiln cache: copied %d entries made during the outage to redis", n)
-        except Exception:  # noqa: BLE001 - a background thread must not die silently
+        except Exception:
             log.exception("kiln cache: catching redis up failed")
         finally:
             self._catch_up_lock.release()

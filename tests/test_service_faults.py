@@ -30,7 +30,6 @@ N = 1 << 21
 def _graph(seed: int) -> bytes:
     """y = x * c + 1 with an 8 MiB random constant: a compile of a few seconds and a write of an
     8 MiB blob, both long enough to be killed in."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     c = np.random.default_rng(seed).standard_normal(N).astype(np.float32)
@@ -132,7 +131,7 @@ def test_sigkill_mid_compile_or_write_leaves_nothing_partial(tmp_path: Path, mom
         assert not _alive(family), "compile workers or compilers outlived the daemon"
     # every entry on disk is whole: verify removes nothing
     r = subprocess.run([sys.executable, "-m", "kiln.cli", "cache", "verify",
-                        "--cache-dir", str(cache)], capture_output=True, text=True, timeout=300)
+                        "--cache-dir", str(cache)], capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     with kiln_server(tmp_path / "second", cache_dir=cache, workers=1) as srv:
         c = srv.client(timeout=300)
