@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kiln.pipeline import Pipeline
 from tests.graphs import LINALG
 
@@ -71,3 +73,22 @@ def test_the_same_onnx_model_twice_has_one_digest(pipeline: Pipeline) -> None:
 
     digests = {pipeline.prepare(onnx_mlp()).digest for _ in range(3)}
     assert len(digests) == 1
+
+
+def test_the_canonical_form_does_not_depend_on_the_dialects_loaded_up_front(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A worker's context loads only the dialects the parser meets (kiln.worker_tasks._context);
+    # the canonical text, and so the digest and the cache key, must be the one a context with
+    # every registered dialect loaded prints.
+    from iree.compiler import ir
+
+    from kiln import worker_tasks
+    from tests.graphs import STABLEHLO, TORCH, TOSA, onnx_mlp
+
+    inputs = [g.encode() for g in (LINALG, STABLEHLO, TOSA, TORCH, REFORMATTED)] + [onnx_mlp()]
+    lean = [worker_tasks.prepare(data=d) for d in inputs]
+    monkeypatch.setattr(worker_tasks, "_context", lambda *load: ir.Context())
+    full = [worker_tasks.prepare(data=d) for d in inputs]
+    assert [p["mlir"] for p in lean] == [p["mlir"] for p in full]
+    assert [p["digest"] for p in lean] == [p["digest"] for p in full]
