@@ -16,14 +16,21 @@ every target fails the request fails (422, first target's code, every target's e
 ``Retry-After``) for the whole request; cache hits never enter a compile queue, so they keep being
 served while every compile worker is busy. Compilers run only in worker processes; a crash, an
 out-of-memory kill or a timeout is a clean per-target error and the pool replaces the worker.
+
+Failures are remembered: a (graph digest, target, options) whose compile timed out or failed
+answers the same error for ``failure_ttl`` seconds without running the compiler again (issue 21:
+a 600-byte graph held a worker for the whole timeout, and re-sending it cost the same again).
+The remembered error says so in ``detail.remembered`` with the seconds it is still kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +41,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from kiln.cache import ArtifactCache
-from kiln.errors import InsufficientStorage, KilnError, Overloaded
+from kiln.errors import CompileError, InsufficientStorage, KilnError, Overloaded
 from kiln.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
 from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
@@ -85,6 +92,7 @@ class CompileService:
         retry_after: float,
         memo_entries: int = 4096,
         threads: int = 256,
+        failure_ttl: float = 600.0,
     ) -> None:
         self.cache = cache
         self.pipeline = compile_pipeline
@@ -92,6 +100,11 @@ class CompileService:
         self.retry_after = retry_after
         self.memo_entries = memo_entries
         self._memo: OrderedDict[str, _Memo] = OrderedDict()
+        self.failure_ttl = failure_ttl
+        # (graph digest, target, options) -> (monotonic expiry, the error); bounded, oldest out
+        self._failures: OrderedDict[tuple[str, str, str], tuple[float, CompileError]] = (
+            OrderedDict()
+        )
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], dict[str, Any]]]] = {}
         self._limiter = CapacityLimiter(threads)
         self._inline_lookups = cache.redis is None  # disk reads only: no network in the loop
@@ -158,13 +171,22 @@ class CompileService:
         opts: CompileOptions,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         graph = await self._thread(partial(self.preparer.prepare, data, format=format))
-        outcomes = await asyncio.gather(
-            *(
-                self._thread(partial(self.pipeline.compile_prepared, graph, spec, opts))
-                for spec in specs
-            ),
-            return_exceptions=True,
-        )
+        okey = json.dumps(opts.to_json(), sort_keys=True)
+
+        async def one(spec: TargetSpec) -> Artifact:
+            fkey = (graph.digest, spec.target, okey)
+            known = self._failure(fkey)
+            if known is not None:
+                raise known
+            try:
+                return await self._thread(
+                    partial(self.pipeline.compile_prepared, graph, spec, opts)
+                )
+            except CompileError as exc:  # compile_failed, compile_timeout: deterministic
+                self._remember_failure(fkey, exc)
+                raise
+
+        outcomes = await asyncio.gather(*(one(spec) for spec in specs), return_exceptions=True)
         artifacts: list[Artifact] = []
         errors: list[TargetError] = []
         for spec, out in zip(specs, outcomes, strict=True):
@@ -199,6 +221,30 @@ class CompileService:
             head = {k: body[k] for k in ("graph_digest", "input_dialect", "functions", "compiler")}
             self._remember(fp, _Memo(head, tuple((a.target, a.key) for a in artifacts)))
         return body, fields
+
+    def _failure(self, fkey: tuple[str, str, str]) -> CompileError | None:
+        """The remembered error for ``fkey`` (a copy saying so), or None."""
+        entry = self._failures.get(fkey)
+        if entry is None:
+            return None
+        expires, exc = entry
+        left = expires - time.monotonic()
+        if left <= 0:
+            del self._failures[fkey]
+            return None
+        err = copy.copy(exc)
+        detail = dict(exc.detail) if isinstance(exc.detail, dict) else {}
+        detail["remembered"] = {"seconds_left": round(left, 1)}
+        err.detail = detail
+        return err
+
+    def _remember_failure(self, fkey: tuple[str, str, str], exc: CompileError) -> None:
+        if self.failure_ttl <= 0:
+            return
+        self._failures[fkey] = (time.monotonic() + self.failure_ttl, exc)
+        self._failures.move_to_end(fkey)
+        while len(self._failures) > 4096:
+            self._failures.popitem(last=False)
 
     def _remember(self, fp: str, memo: _Memo) -> None:
         self._memo[fp] = memo

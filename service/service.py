@@ -59,6 +59,7 @@ class Service:
             prepare_pipeline=self.preparer,
             retry_after=s.retry_after,
             memo_entries=s.hit_memo_entries,
+            failure_ttl=s.failure_ttl,
         )
         self.artifacts = ArtifactServer(
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     #: compile workers so that cache hits stay fast while every compile worker is busy.
     prepare_workers: int = Field(1, ge=1)
     compile_timeout: float = Field(300.0, gt=0)
+    #: Seconds a compile that failed or timed out is remembered per (graph, target, options):
+    #: a repeat answers the same error without compiling; 0 = never remembered.
+    failure_ttl: float = Field(600.0, ge=0)
     prepare_timeout: float = Field(120.0, gt=0)
     #: Address-space cap of each worker process (RLIMIT_AS); a compile past it fails cleanly.
     worker_memory_bytes: int = Field(8 << 30, ge=1 << 28)

@@ -186,6 +186,27 @@ def test_overload_is_503_with_retry_after_while_hits_are_served(busy: KilnServer
     assert c.post("/v1/compile", json=_mlir(ADD)).status_code == 200  # the worker was replaced
 
 
+def test_a_timed_out_compile_is_remembered_not_run_again(busy: KilnServer) -> None:
+    c = busy.client()
+    graph = slow_graph(17)
+    first = c.post("/v1/compile", json=_mlir(graph))
+    assert first.status_code == 422 and first.json()["error"]["code"] == "compile_timeout"
+    compiles = busy.metric("kiln_compiles_total")
+    t0 = time.monotonic()
+    again = c.post("/v1/compile", json=_mlir(graph))
+    assert time.monotonic() - t0 < 2  # answered from memory, not after another 4 s timeout
+    assert again.status_code == 422
+    err = again.json()["error"]
+    assert err["code"] == "compile_timeout"
+    remembered = err["detail"]["errors"][0]["error"]["detail"]["remembered"]
+    assert 0 < remembered["seconds_left"] <= 600
+    assert busy.metric("kiln_compiles_total") == compiles  # no compiler ran
+    # the same graph for another target is its own key: it compiles (and times out) again
+    other = c.post("/v1/compile", json=_mlir(graph) | {"targets": ["cpu:x86_64:haswell"]})
+    assert other.status_code == 422
+    assert busy.metric("kiln_compiles_total") == compiles + 1
+
+
 def test_graceful_shutdown_with_a_compile_in_flight(busy: KilnServer) -> None:
     results: list[httpx.Response | Exception] = []
     slow = _start(busy, slow_graph(41), results, gauge="kiln_compiles_in_flight")
