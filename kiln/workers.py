@@ -24,7 +24,6 @@ import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
+from kiln.fair_queue import LAST, TENANT, FairQueue
 
 __all__ = ["WorkerPool", "default_pool_size"]
 
@@ -234,6 +234,9 @@ class WorkerPool:
 
     ``submit`` returns a ``concurrent.futures.Future``; ``run`` waits for it. ``max_queue`` bounds the
     jobs waiting for a worker (not counting running ones): past it, ``Overloaded`` is raised at once.
+    Waiting jobs are served round-robin between clients (``kiln.fair_queue``: the ``TENANT``
+    context variable names the client), and ``max_queue_per_client`` bounds one named client's
+    waiting jobs (past it: ``Overloaded`` for that client only).
     """
 
     def __init__(
@@ -242,12 +245,14 @@ class WorkerPool:
         *,
         memory_limit: int | None = 8 << 30,
         max_queue: int = 1024,
+        max_queue_per_client: int | None = None,
     ) -> None:
         self.size = size or default_pool_size()
         self.memory_limit = memory_limit
         self.max_queue = max_queue
+        self.max_queue_per_client = max_queue_per_client
         self.workers_started = 0
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: FairQueue[Any] = FairQueue()
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._closed = False
@@ -289,8 +294,15 @@ class WorkerPool:
             raise Overloaded(
                 f"the compile queue is full ({self.max_queue} jobs waiting)", retry_after=2.0
             )
+        tenant = TENANT.get()
+        cap = self.max_queue_per_client
+        if tenant and cap is not None and self._queue.waiting(tenant) >= cap:
+            raise Overloaded(
+                f"this client already has {cap} compiles waiting; retry when they are done",
+                retry_after=2.0,
+            )
         fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put(_Job(task, payload, timeout, fut, list(command_hint or [])))
+        self._queue.put(_Job(task, payload, timeout, fut, list(command_hint or [])), tenant=tenant)
         return fut
 
     def run(
@@ -314,12 +326,12 @@ class WorkerPool:
             while True:
                 try:
                     job = self._queue.get_nowait()
-                except queue.Empty:
+                except IndexError:
                     break
                 if isinstance(job, _Job):
                     job.future.cancel()
         for _ in slots:
-            self._queue.put(_STOP)
+            self._queue.put(_STOP, tenant=LAST)  # after every job still queued
         deadline = time.monotonic() + wait
         for s in slots:
             s.thread.join(max(0.0, deadline - time.monotonic()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from kiln.errors import InvalidRequest, KilnError
+from kiln.fair_queue import TENANT
 
 from .errors import ERROR_RESPONSES
 from .limits import read_body
@@ -94,10 +96,24 @@ async def compile_graph(
             f"unsupported Content-Type {ctype[:64]!r}: use application/json or "
             "application/octet-stream"
         )
-    result = await svc.compiles.compile(
-        data, targets=targets, options=options, format=fmt, log_fields=log_fields(request.scope)
-    )
+    # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
+    tenant = TENANT.set(_tenant(request))
+    try:
+        result = await svc.compiles.compile(
+            data, targets=targets, options=options, format=fmt,
+            log_fields=log_fields(request.scope),
+        )
+    finally:
+        TENANT.reset(tenant)
     return _json(result)
+
+
+def _tenant(request: Request) -> str:
+    """Who a compile is for: the bearer token (hashed) when auth is on, else the peer address."""
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer ") and request.app.state.kiln.auth.enabled:
+        return "token:" + hashlib.sha256(auth[7:].strip().encode()).hexdigest()[:16]
+    return "addr:" + (request.client.host if request.client else "?")
 
 
 def _parse_json(body: bytes) -> CompileRequest:

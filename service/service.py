@@ -43,7 +43,8 @@ class Service:
         total = s.workers or default_pool_size()
         per_process = max(1, total // s.http_workers)
         compile_pool = WorkerPool(
-            per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue
+            per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue,
+            max_queue_per_client=s.max_queue_per_client,
         )
         prepare_pool = WorkerPool(
             s.prepare_workers, memory_limit=s.worker_memory_bytes, max_queue=s.max_prepare_queue

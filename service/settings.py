@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     #: Compile jobs allowed to wait for a busy worker (per HTTP worker); past it: 503 overloaded.
     #: At least 1: the worker pool counts a job handed to an idle worker as waiting for an instant.
     max_queue: int = Field(16, ge=1)
+    #: Compile jobs one client (bearer token, else address) may have waiting; past it: 503
+    #: overloaded for that client only. Waiting jobs are served round-robin between clients.
+    max_queue_per_client: int = Field(8, ge=1)
     #: Requests allowed to wait for a prepare worker; past it: 503 overloaded.
     max_prepare_queue: int = Field(64, ge=0)
     #: Seconds a client is told to wait (Retry-After) when overloaded.
