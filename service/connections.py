@@ -14,6 +14,8 @@ whole hold (issue 21). nginx's answer is ``client_header_timeout``, ``client_bod
 - on either, the client gets 408 with the error envelope (code ``invalid_request``) and the
   connection is closed; once a request is complete, the app's own time is not limited here
   (compiles have their own timeout);
+- a request the HTTP parser rejects (a malformed request line or header) gets 400 with the error
+  envelope (``invalid_request``), not uvicorn's plain-text body, like every other error;
 - **per-client cap** (``KILN_MAX_CONNECTIONS_PER_CLIENT``, 0 = none): a client address with that
   many open connections gets 503 ``overloaded`` (``Retry-After``) on the next one, which is
   closed at once. Counted per HTTP worker process, by the peer address the socket reports (behind
@@ -123,6 +125,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
         self._in_body = False
         self._disarm()
+
+    def send_400_response(self, msg: str) -> None:
+        """The parser's 400, in the envelope every other error uses."""
+        self._disarm()
+        self.transport.write(_raw_response(400, "Bad Request", "invalid_request", msg))
+        self.transport.close()
 
     # -- the timer ---------------------------------------------------------------------------
 

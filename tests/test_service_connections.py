@@ -54,6 +54,15 @@ def test_half_sent_headers_are_cut_off_with_408(srv: KilnServer) -> None:
     assert status == 408 and err["code"] == "invalid_request"
 
 
+def test_a_malformed_request_gets_the_error_envelope(srv: KilnServer) -> None:
+    with _connect(srv) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n")
+        data = _read_all(s)
+    status, err = _status_and_error(data)
+    assert status == 400 and err["code"] == "invalid_request"
+    assert srv.healthy()
+
+
 def test_a_stalled_body_is_cut_off_with_408(srv: KilnServer) -> None:
     with _connect(srv) as s:
         s.sendall(b"POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
