@@ -414,12 +414,14 @@ def groups(state: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, dict[s
 def summarize(g: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per group: default vs best preset, vs baseline, vs onnxruntime (None where not timed)."""
     d = g.get("default", {})
-    timed = {p: c for p, c in g.items() if c.get("status") == "ran"}
-    best = min(timed, key=lambda p: timed[p]["vs_ort"]) if timed else None
+    # best: the preset the default is slowest against (paired where timed together); the
+    # default itself first, so a tie names it
+    vs = {p: r for p, c in g.items() if (r := ratio(d, c)) is not None}
+    best = max(vs, key=lambda p: vs[p]) if vs else None
     return {
         "default_pass": d.get("pass") if d.get("status") == "ran" else None,
         "best": best,
-        "d_best": ratio(d, timed[best]) if best else None,
+        "d_best": vs[best] if best else None,
         "d_base": ratio(d, g["baseline"]) if "baseline" in g else None,
         "d_ort": d.get("vs_ort") if d.get("status") == "ran" else None,
     }
@@ -456,11 +458,33 @@ def losses(state: dict[str, Any], *, slack: float = 1.1) -> list[str]:
         why = []
         if s["d_base"] is not None and s["d_base"] > 1.0:
             why.append(f"default/baseline {s['d_base']:.2f}")
-        if s["d_best"] is not None and s["d_best"] > slack:
+        if s["d_best"] is not None and s["d_best"] > slack and s["best"] != "baseline":
             why.append(f"default/{s['best']} {s['d_best']:.2f}")
+        d = g.get("default", {})
+        if d.get("status") in ("compile_failed", "run_failed") and any(
+                c.get("status") == "ran" for c in g.values()):
+            ok = [p for p, c in g.items() if c.get("status") == "ran"]
+            why.append(f"default {d['status']}, {', '.join(ok)} ran")
         if why:
             out.append(f"{model} b{batch} {level}: " + ", ".join(why))
     return out
+
+
+def failures(state: dict[str, Any]) -> list[str]:
+    """One line per failing (model, batch, level, status, first error line): the presets that
+    failed alike are listed together."""
+    seen: dict[tuple[str, int, str, str, str], list[str]] = {}
+    for c in state["cells"].values():
+        bad = c["status"] in ("compile_failed", "run_failed", "bad_module",
+                              "illegal_instruction") or (c["status"] == "ran" and not c["pass"])
+        if bad:
+            what = c.get("error") or c.get("structure") or f"max err {c.get('max_err', 0):.1e}"
+            what = what.removeprefix(f"{c['status']}: ").split("\n")[0]
+            what = what.split(" (no matching")[0][:160]
+            key = (c["model"], c["batch"], c["level"], c["status"], what)
+            seen.setdefault(key, []).append(c["preset"])
+    return [f"{m} b{b} {lv} [{', '.join(ps)}]: {st}: {what}"
+            for (m, b, lv, st, what), ps in sorted(seen.items())]
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -587,6 +611,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report(state))
         print("\nDefault loses (slower than baseline, or > 1.1x the best preset):")
         print("\n".join(f"- {x}" for x in lost) or "- none")
+        print("\nFailures:")
+        print("\n".join(f"- {x}" for x in failures(state)) or "- none")
     summary = summary_tables(state)
     print(summary)
     if args.record:
@@ -609,7 +635,9 @@ def main(argv: list[str] | None = None) -> int:
             f"Compile-only levels (VM flatbuffer parsed, embedded ELF e_machine checked):\n\n"
             f"{_compile_only_table(state)}\n\n"
             f"Default loses (slower than baseline, or > 1.1× the best preset):\n\n"
-            + ("\n".join(f"- {x}" for x in lost) or "- none"))
+            + ("\n".join(f"- {x}" for x in lost) or "- none")
+            + "\n\nFailures (model, batch, level [presets]: status: first line):\n\n"
+            + ("\n".join(f"- {x}" for x in failures(state)) or "- none"))
     return 0
 
 
