@@ -61,7 +61,7 @@ def prepare(
     from kiln.dialects.detect import detect_format, dialect_of
     from kiln.dialects.traits import graph_traits
     from kiln.dialects.types import GraphFormat, InputDialect
-    from kiln.lowering.canonical import canonicalize, digest_text
+    from kiln.lowering.canonical import canonicalize, check_expansion, digest_text
     from kiln.lowering.entry_points import add_async_entry_points
 
     fmt = detect_format(data, declared=declared_format)
@@ -86,6 +86,9 @@ def prepare(
             text = data
         module = mlir_dialect.parse_module(text, context=ctx)
         dialect = dialect_of(mlir_dialect.op_names(module))
+    # the canonical form may grow with what was sent, weights in external files included
+    sent = len(data) + _dir_bytes(external_data_dir)
+    check_expansion(module, request_bytes=sent)  # before anything prints it (issue 21)
     functions = mlir_dialect.public_functions(module)
     if not functions:
         # IREE would fail late and obscurely ("failed to generate bytecode"): say it here.
@@ -96,6 +99,7 @@ def prepare(
         add_async_entry_points(module)
     canonical = canonicalize(module)
     del module
+    check_expansion(None, request_bytes=sent, text=canonical)
     return {
         "mlir": canonical,
         "digest": digest_text(canonical),
@@ -104,6 +108,16 @@ def prepare(
         "functions": functions,
         "traits": traits.to_json(),
     }
+
+
+def _dir_bytes(path: str | None) -> int:
+    """Bytes of the files directly in ``path`` (0 for None or an unreadable directory)."""
+    if not path:
+        return 0
+    try:
+        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+    except OSError:
+        return 0
 
 
 def _with_module_attr(mlir: str, module_attr: str) -> str:

@@ -6,17 +6,74 @@ comments and whitespace are gone, attribute aliases are regenerated. Two seriali
 graph therefore print identically, and ``digest = sha256(canonical text)``.
 
 What the digest covers and what it does not is written down in docs/caching.md.
+
+The canonical text prints every use of a constant in full: an attribute alias
+(``#big = dense<[10000 floats]>``) used 2,500 times is a 300 KB request and a 200 MB canonical
+form (issue 21: +1.3 GB of daemon memory). ``check_expansion`` refuses such a graph *before* it is
+printed, from the sizes of the inline constants (``inline_constant_bytes``), and again after, from
+the text's length: the canonical form may be at most ``CANONICAL_RATIO`` times the request plus
+``CANONICAL_FLOOR`` bytes, and never more than ``MAX_CANONICAL_BYTES`` (environment
+``KILN_CANONICAL_RATIO``, ``KILN_MAX_CANONICAL_BYTES``). Constants held as resources
+(``dense_resource``, as the ONNX importer writes initializers) print once and are not counted.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import TYPE_CHECKING
+
+from kiln.errors import TooLarge
 
 if TYPE_CHECKING:
     from iree.compiler import ir
 
 CANONICAL_PIPELINE = "builtin.module(strip-debuginfo)"
+CANONICAL_RATIO = 8
+CANONICAL_FLOOR = 32 << 20
+MAX_CANONICAL_BYTES = 1 << 30
+
+
+def canonical_limit(request_bytes: int) -> int:
+    """The largest canonical text allowed for a request of ``request_bytes`` bytes."""
+    ratio = float(os.environ.get("KILN_CANONICAL_RATIO", CANONICAL_RATIO))
+    cap = int(os.environ.get("KILN_MAX_CANONICAL_BYTES", MAX_CANONICAL_BYTES))
+    return min(cap, int(ratio * request_bytes) + CANONICAL_FLOOR)
+
+
+def inline_constant_bytes(module: ir.Module) -> int:
+    """Bytes of the non-splat dense constants written inline, counted once per use (as the
+    printer writes them; each prints as about twice its bytes, in hex)."""
+    from iree.compiler import ir
+
+    total = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal total
+        attrs = op.attributes
+        for i in range(len(attrs)):
+            a = attrs[i].attr
+            if isinstance(a, ir.DenseElementsAttr) and not a.is_splat:
+                width = getattr(ir.ShapedType(a.type).element_type, "width", 32)
+                total += len(a) * max(1, width // 8)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return total
+
+
+def check_expansion(module: ir.Module | None, *, request_bytes: int,
+                    text: str | None = None) -> None:
+    """``TooLarge`` if the graph's canonical form would be (``module``: estimated from its inline
+    constants, before printing) or is (``text``) past ``canonical_limit``."""
+    limit = canonical_limit(request_bytes)
+    size = len(text) if text is not None else 2 * inline_constant_bytes(module) if module else 0
+    if size > limit:
+        raise TooLarge(
+            f"the graph's canonical form would take {size} bytes, more than the {limit} bytes "
+            f"allowed for a {request_bytes}-byte request (constants repeated inline?)",
+            detail={"canonical_bytes": size, "limit": limit, "request_bytes": request_bytes},
+        )
 
 
 def canonicalize(module: ir.Module) -> str:

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,19 @@ def _files(root: Path, cache: Path) -> set[str]:
                 continue  # the server's own log and the worker pool's stderr captures
             out.add(str(p.relative_to(root)))
     return out
+
+
+def _amplified(uses: int = 2500, n: int = 10000) -> str:
+    """Issue 21's probe: a 10,000-float attribute alias used ``uses`` times (~0.2 MB of request,
+    ~200 MB printed in full)."""
+    vals = ",".join(f"{i % 97}.5" for i in range(n))
+    body = "".join(f"  %c{i} = arith.constant #big\n" for i in range(uses))
+    return (f"#big = dense<[{vals}]> : tensor<{n}xf32>\n"
+            f"func.func @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n{body}"
+            f"  return %x : tensor<{n}xf32>\n}}\n")
+
+
+AMPLIFIED = _amplified()
 
 
 def _b64(data: bytes) -> str:
@@ -135,6 +149,7 @@ CASES: dict[str, tuple[dict[str, Any], set[int], set[str]]] = {
                         "headers": {"content-type": JSON}}, {400}, {"invalid_request"}),
     "nul-in-mlir": ({"json": _mlir(ADD + "\0")}, {400}, {"invalid_graph"}),
     "empty-module": ({"json": _mlir("module {}")}, {400}, {"invalid_graph"}),
+    "amplified-alias": ({"json": _mlir(AMPLIFIED)}, {413}, {"too_large"}),
     "only-private-functions": ({"json": _mlir(ADD.replace("@main", "private @main"))},
                                {400}, {"invalid_graph"}),
     "unknown-key": ({"json": _mlir(ADD) | {"flags": ["--iree-x"]}}, {400}, {"invalid_request"}),
@@ -179,6 +194,24 @@ def test_bad_input_answers_a_clean_envelope(srv: KilnServer, before: set[str], n
         "/v1/artifacts/" + "0" * 64,  # well-formed, absent
     ],
 )
+def _rss_tree(pid: int) -> int:
+    from bench.soak import _rss_tree as rss
+
+    return rss(pid)
+
+
+def test_an_amplified_graph_is_refused_fast_and_small(srv: KilnServer) -> None:
+    before = _rss_tree(srv.proc.pid)
+    t0 = time.monotonic()
+    r = srv.client().post("/v1/compile", json=_mlir(_amplified(uses=5000)))
+    took = time.monotonic() - t0
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:500]
+    assert r.json()["error"]["detail"]["canonical_bytes"] > r.json()["error"]["detail"]["limit"]
+    assert took < 60
+    assert _rss_tree(srv.proc.pid) - before < 512 << 20  # issue 21: +1.0-1.3 GB before
+    assert srv.healthy()
+
+
 def test_artifact_urls_never_escape_the_cache(srv: KilnServer, path: str) -> None:
     r = srv.client().get(path)
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
