@@ -142,13 +142,19 @@ def _gc(cache: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"kiln: invalid_request: KILN_CACHE_MAX_SIZE: {exc}", file=err)
             return 2
     rep = cache.gc(bound)
+    swept = 0
+    if cache.disk is not None:  # the temporary directories of daemons that died (SIGKILL)
+        from kiln.workers import sweep_stale_temps
+
+        swept = sweep_stale_temps(cache.disk.root / "tmp")
     if args.json:
         print(json.dumps(rep.to_json(), indent=2), file=out)
         return 0
     print(
         f"{format_size(rep.size_before)} -> {format_size(rep.size_after)}: removed "
         f"{rep.removed_records} records, {rep.removed_blobs} blobs"
-        + (f"; pinned {format_size(rep.pinned_bytes)}" if rep.pinned_bytes else ""),
+        + (f"; pinned {format_size(rep.pinned_bytes)}" if rep.pinned_bytes else "")
+        + (f"; {swept} stale worker temp directories" if swept else ""),
         file=out,
     )
     if bound is not None and rep.size_after > bound:

@@ -14,6 +14,12 @@ Failure semantics, per job:
 
 Each worker runs under ``RLIMIT_AS = memory_limit`` (address space, bytes) and no core dumps.
 
+Temporary files: each worker process (and the compilers it starts) gets a ``TMPDIR`` of its own,
+``<tmp_root>/kiln-workers-<pid>-*/w<slot>``, emptied whenever its worker is killed or replaced (a
+timed-out compile's ``input.mlir`` no longer stays behind for ever, issue 21) and removed with the
+pool. The daemon puts ``tmp_root`` under the cache directory; ``sweep_stale_temps`` (run when a
+pool starts, and by ``kiln cache gc``) removes the directories of pools whose process is gone.
+
 Lock order: ``WorkerPool._lock`` is only held to start/stop slots; a slot's process is owned by the
 one slot thread that runs it, so there is no lock around a running job.
 """
@@ -24,6 +30,7 @@ import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,9 +43,41 @@ from typing import Any
 from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
 from kiln.fair_queue import LAST, TENANT, FairQueue
 
-__all__ = ["WorkerPool", "default_pool_size"]
+__all__ = ["WorkerPool", "default_pool_size", "sweep_stale_temps"]
 
 _STOP = object()
+
+
+_TMP_PREFIX = "kiln-workers-"
+
+
+def sweep_stale_temps(tmp_root: str | os.PathLike[str]) -> int:
+    """Remove the pool directories under ``tmp_root`` whose owning process is gone (a daemon
+    killed with SIGKILL leaves its own). Returns how many were removed."""
+    removed = 0
+    try:
+        entries = list(os.scandir(tmp_root))
+    except FileNotFoundError:
+        return 0
+    for e in entries:
+        if not e.name.startswith(_TMP_PREFIX) or not e.is_dir(follow_symlinks=False):
+            continue
+        pid_text = e.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def default_pool_size() -> int:
@@ -100,6 +139,7 @@ class _Slot:
         self.thread = threading.Thread(target=self._loop, name=f"kiln-worker-{index}", daemon=True)
         self.busy = False
         self.stderr_path = os.path.join(pool._tmpdir.name, f"worker-{index}.stderr")
+        self.tmp = os.path.join(pool._tmpdir.name, f"w{index}")
 
     def start(self) -> None:
         self._spawn()
@@ -117,7 +157,11 @@ class _Slot:
             str(self.pool.memory_limit or 0),
             self.stderr_path,
         ]
-        proc = subprocess.Popen(cmd, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
+        os.makedirs(self.tmp, exist_ok=True)
+        env = {**os.environ, "TMPDIR": self.tmp}
+        proc = subprocess.Popen(
+            cmd, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env
+        )
         child.close()
         self.proc, self.conn = proc, parent
         self.pool.workers_started += 1
@@ -134,6 +178,8 @@ class _Slot:
                 proc.wait(5)
             except subprocess.TimeoutExpired:  # pragma: no cover - unkillable process
                 pass
+        # What the dead worker (or its compiler) left in its temporary directory.
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _loop(self) -> None:
         while True:
@@ -246,6 +292,7 @@ class WorkerPool:
         memory_limit: int | None = 8 << 30,
         max_queue: int = 1024,
         max_queue_per_client: int | None = None,
+        tmp_root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.size = size or default_pool_size()
         self.memory_limit = memory_limit
@@ -256,7 +303,12 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._closed = False
-        self._tmpdir = tempfile.TemporaryDirectory(prefix="kiln-workers-")
+        if tmp_root is not None:
+            os.makedirs(tmp_root, exist_ok=True)
+            sweep_stale_temps(tmp_root)
+        self._tmpdir = tempfile.TemporaryDirectory(
+            prefix=f"{_TMP_PREFIX}{os.getpid()}-", dir=tmp_root
+        )
 
     def _ensure_started(self) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
@@ -42,12 +43,15 @@ class Service:
         )
         total = s.workers or default_pool_size()
         per_process = max(1, total // s.http_workers)
+        # Every temporary file of the workers and their compilers lives under the cache dir.
+        tmp_root = Path(self.cache_dir) / "tmp"
         compile_pool = WorkerPool(
             per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue,
-            max_queue_per_client=s.max_queue_per_client,
+            max_queue_per_client=s.max_queue_per_client, tmp_root=tmp_root,
         )
         prepare_pool = WorkerPool(
-            s.prepare_workers, memory_limit=s.worker_memory_bytes, max_queue=s.max_prepare_queue
+            s.prepare_workers, memory_limit=s.worker_memory_bytes,
+            max_queue=s.max_prepare_queue, tmp_root=tmp_root,
         )
         self.pipeline = Pipeline(
             cache=self.cache, pool=compile_pool, compile_timeout=s.compile_timeout

@@ -133,7 +133,10 @@ def test_sigkill_mid_compile_or_write_leaves_nothing_partial(tmp_path: Path, mom
     r = subprocess.run([sys.executable, "-m", "kiln.cli", "cache", "verify",
                         "--cache-dir", str(cache)], capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
+    stale = list((cache / "tmp").glob("kiln-workers-*"))
+    assert stale  # the killed daemon's worker temporaries, under the cache directory
     with kiln_server(tmp_path / "second", cache_dir=cache, workers=1) as srv:
+        assert not any(p.exists() for p in stale)  # swept when the new daemon's pools start
         c = srv.client(timeout=300)
         res = c.post("/v1/compile", params=PARAMS, content=graph, headers=RAW)
         assert res.status_code == 200, res.text[:2000]

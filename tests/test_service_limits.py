@@ -191,6 +191,11 @@ def test_a_timed_out_compile_is_remembered_not_run_again(busy: KilnServer) -> No
     graph = slow_graph(17)
     first = c.post("/v1/compile", json=_mlir(graph))
     assert first.status_code == 422 and first.json()["error"]["code"] == "compile_timeout"
+    # the killed worker's temporaries are gone, and none were ever outside the cache directory
+    assert list((busy.root / "tmp").iterdir()) == []
+    left = [p for p in (Path(busy.cache_dir) / "tmp").rglob("*") if p.is_file()
+            and not p.name.endswith(".stderr")]
+    assert left == [], left
     compiles = busy.metric("kiln_compiles_total")
     t0 = time.monotonic()
     again = c.post("/v1/compile", json=_mlir(graph))
