@@ -44,7 +44,10 @@ from kiln.cache import ArtifactCache
 from kiln.errors import CompileError, InsufficientStorage, KilnError, Overloaded
 from kiln.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
 from kiln.targets import TargetSpec, normalize_options
+from kiln.dialects.types import PreparedGraph
 from kiln.targets.options import CompileOptions
+
+from .limits import ByteBudget
 
 __all__ = ["AllTargetsFailed", "CompileService"]
 
@@ -93,6 +96,7 @@ class CompileService:
         memo_entries: int = 4096,
         threads: int = 256,
         failure_ttl: float = 600.0,
+        max_prepared_bytes: int = 1 << 30,
     ) -> None:
         self.cache = cache
         self.pipeline = compile_pipeline
@@ -101,6 +105,11 @@ class CompileService:
         self.memo_entries = memo_entries
         self._memo: OrderedDict[str, _Memo] = OrderedDict()
         self.failure_ttl = failure_ttl
+        # Canonical texts held while their compiles run: bounded in total (issue 21).
+        self.prepared = ByteBudget(
+            max_prepared_bytes, retry_after=retry_after,
+            what="prepared graphs held in memory", setting="max_prepared_bytes_in_flight",
+        )
         # (graph digest, target, options) -> (monotonic expiry, the error); bounded, oldest out
         self._failures: OrderedDict[tuple[str, str, str], tuple[float, CompileError]] = (
             OrderedDict()
@@ -171,6 +180,16 @@ class CompileService:
         opts: CompileOptions,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         graph = await self._thread(partial(self.preparer.prepare, data, format=format))
+        held = len(graph.mlir)
+        self.prepared.take(held)  # Overloaded: too many large graphs waiting at once
+        try:
+            return await self._compile_prepared(fp, graph, specs, opts)
+        finally:
+            self.prepared.give(held)
+
+    async def _compile_prepared(
+        self, fp: str, graph: PreparedGraph, specs: list[TargetSpec], opts: CompileOptions
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         okey = json.dumps(opts.to_json(), sort_keys=True)
 
         async def one(spec: TargetSpec) -> Artifact:

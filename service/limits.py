@@ -19,15 +19,22 @@ from starlette.requests import Request
 
 from kiln.errors import Overloaded, TooLarge
 
-__all__ = ["UploadBudget", "read_body"]
+__all__ = ["ByteBudget", "UploadBudget", "read_body"]
 
 
-class UploadBudget:
-    """Bytes of request bodies being received at once (thread-safe)."""
+class ByteBudget:
+    """Bytes held at once by requests in flight (thread-safe): request bodies being received
+    (``UploadBudget``), or prepared graphs waiting for their compiles (``CompileService``)."""
 
-    def __init__(self, limit: int, *, retry_after: float = 2.0) -> None:
+    what = "request bodies in flight"
+    setting = "max_upload_bytes_in_flight"
+
+    def __init__(self, limit: int, *, retry_after: float = 2.0, what: str | None = None,
+                 setting: str | None = None) -> None:
         self.limit = limit
         self.retry_after = retry_after
+        self.what = what or self.what
+        self.setting = setting or self.setting
         self._used = 0
         self._lock = threading.Lock()
 
@@ -40,15 +47,18 @@ class UploadBudget:
         with self._lock:
             if self._used + n > self.limit:
                 raise Overloaded(
-                    f"request bodies in flight would pass {self.limit} bytes; retry later",
+                    f"{self.what} would pass {self.limit} bytes; retry later",
                     retry_after=self.retry_after,
-                    detail={"max_upload_bytes_in_flight": self.limit},
+                    detail={self.setting: self.limit},
                 )
             self._used += n
 
     def give(self, n: int) -> None:
         with self._lock:
             self._used = max(0, self._used - n)
+
+
+UploadBudget = ByteBudget
 
 
 async def read_body(request: Request, *, limit: int, budget: UploadBudget | None = None) -> bytes:

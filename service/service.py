@@ -65,6 +65,7 @@ class Service:
             retry_after=s.retry_after,
             memo_entries=s.hit_memo_entries,
             failure_ttl=s.failure_ttl,
+            max_prepared_bytes=s.max_prepared_bytes_in_flight,
         )
         self.artifacts = ArtifactServer(
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     #: Request bodies being received at once, in bytes, per HTTP worker; a body that would pass
     #: it is refused with 503 overloaded before it is read (three 255 MiB uploads took 3.5 GB).
     max_upload_bytes_in_flight: int = Field(512 << 20, ge=1024)
+    #: Canonical graph text held while compiles run, in bytes, per HTTP worker; past it: 503.
+    max_prepared_bytes_in_flight: int = Field(1 << 30, ge=1024)
     #: Seconds a client has to send a request line and headers (service/connections.py).
     header_timeout: float = Field(10.0, ge=0)
     #: Longest silence, in seconds, while a request body streams in.

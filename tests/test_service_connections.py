@@ -133,3 +133,20 @@ def test_request_bodies_in_flight_are_bounded_in_total(srv: KilnServer) -> None:
                           content=b" " * (6 << 20),
                           headers={"content-type": "application/octet-stream"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_graph"
+
+
+def test_prepared_graphs_held_at_once_are_bounded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.test_service_limits import ADD, slow_graph
+
+    with kiln_server(tmp_path_factory, workers=1, max_prepared_bytes_in_flight=4096) as s:
+        c = s.client()
+        small = c.post("/v1/compile", json={"graph": {"format": "mlir", "data": ADD},
+                                            "targets": ["cpu"]})
+        assert small.status_code == 200, small.text
+        big = c.post("/v1/compile", json={"graph": {"format": "mlir", "data": slow_graph(30)},
+                                          "targets": ["cpu"]})
+        assert big.status_code == 503, big.text[:500]
+        err = big.json()["error"]
+        assert err["code"] == "overloaded" and err["detail"] == {
+            "max_prepared_bytes_in_flight": 4096}
+        assert s.healthy()
