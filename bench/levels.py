@@ -228,23 +228,28 @@ def measure(name: str, level: str, *, presets: list[str], raw: bool, repeats: in
     calls.update({k: (lambda fn=fn: fn(x)) for k, fn in fns.items()})
     times = alternate(calls, repeats=repeats, block=block)
     ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    default = next(k for k in fns if k.split("=")[0] == "default")
-    baseline = next(k for k in fns if "baseline" in k.split("="))
+    default = next(k for k in info if k.split("=")[0] == "default")
+    baseline = next(k for k in info if "baseline" in k.split("="))
     best = min(fns, key=lambda k: ms[k])
+    common = {
+        "model": name, "level": level, "target": target,
+        "isa_level": isa_level(spec.arch, cpu, feats), "class": model_class_of(graph),
+        "ms": ms, "configs": info, "default": default, "baseline": baseline, "best": best,
+        "repeats": repeats, "block": block,
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": os.getloadavg()[0],
+    }
+    if default not in fns or baseline not in fns:
+        return common  # a compile failed: no ratios (the report says which)
 
     def paired(a: str, b: str) -> float:
         return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
     return {
-        "model": name, "level": level, "target": target,
-        "isa_level": isa_level(spec.arch, cpu, feats), "class": model_class_of(graph),
-        "ms": ms, "configs": info, "default": default, "baseline": baseline, "best": best,
+        **common,
         "default_over_baseline": paired(default, baseline),
         "default_over_best": paired(default, best),
         "default_over_ort": paired(default, "ort"),
-        "repeats": repeats, "block": block,
-        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "load": os.getloadavg()[0],
     }
 
 
@@ -267,6 +272,11 @@ def report(entries: list[dict[str, Any]]) -> str:
     for e in entries:
         d, b, best = e["default"], e["baseline"], e["best"]
         ok = all(c.get("ok", False) for c in e["configs"].values() if "error" not in c)
+        if "default_over_best" not in e:
+            failed = ", ".join(k for k, c in e["configs"].items() if "error" in c)
+            lines.append(f"| {e['model']} | {e['level']} ({e['isa_level']}) | {d} | "
+                         f"compile failed: {failed} | | | | | | {'yes' if ok else 'NO'} |")
+            continue
         flag = " **(>1.1)**" if e["default_over_best"] > 1.1 else ""
         lines.append(
             f"| {e['model']} | {e['level']} ({e['isa_level']}) | {d} | {e['ms'][d]:.1f} "

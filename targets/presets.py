@@ -6,17 +6,22 @@ traits (``kiln.dialects.types.GraphTraits``: counts of convolutions, depthwise c
 matmuls, attention ops), so a CNN and a transformer get the lowering that measured fastest for
 their class. The resulting flags go into the compile key like every other flag: changing a preset
 or the traits that select it never serves an old executable. The measurements behind each choice
-are in ``docs/performance.md`` (``bench/executables.py`` re-measures them).
+are in ``docs/performance.md`` (``bench/executables.py`` re-measures them on this machine's CPU,
+``bench/levels.py`` at every x86 ISA level).
 
 Presets:
 
-- ``default``   — fastest measured. CPU: ``--iree-opt-level=O3`` + data tiling + the mmt4d
-  ukernel, without transpose propagation, for graphs with matmuls or softmax/attention
-  (``model_class`` "dense"); a graph with convolutions ("cnn") gets O3 + data tiling + all
-  ukernels + aggressive fusion, channels-last (NHWC) and data-tiled convolutions
-  (``conv-tiled``); one with depthwise convolutions ("depthwise-cnn") gets direct channels-last
-  convolutions (``conv-direct``) and Kiln's ``depthwise-nhwc`` rewrite. Graphs with
-  neither keep IREE's own defaults (nothing to tile; the conformance suite measures those).
+- ``default``   — fastest measured, per target class and, on CPU, per ISA level
+  (``cpu_level``: x86-64, x86-64-v2, avx2, avx512, aarch64, riscv64, from LLVM's features for
+  the target's CPU). CPU: ``--iree-opt-level=O3`` + data tiling + the mmt4d ukernel, without
+  transpose propagation, for graphs with matmuls or softmax/attention (``model_class``
+  "dense"); a graph with convolutions ("cnn") gets O3 + data tiling + all ukernels + aggressive
+  fusion with, at the avx512 level, channels-last (NHWC) data-tiled convolutions and Kiln's CNN
+  rewrites (``conv-tiled``) and, below it and on aarch64/riscv64, im2col (``conv-im2col``: IREE
+  3.13 data-tiles convolutions only with AVX-512F); one with depthwise convolutions
+  ("depthwise-cnn") gets direct channels-last convolutions (``conv-direct``) and Kiln's
+  ``depthwise-nhwc`` rewrite at every level. Graphs with neither keep IREE's own defaults
+  (nothing to tile; the conformance suite measures those).
   CUDA/ROCm: ``O3`` and aggressive fusion as IREE's GPU guides recommend; CUDA adds horizontal
   fusion of contractions (measured on an H200), ROCm the tuning specs shipped with the
   compiler. Vulkan/Metal: IREE's defaults.
@@ -25,8 +30,9 @@ Presets:
 - ``size``      — smallest executable measured: ``O3`` without data tiling or ukernels (packed,
   padded constants and linked ukernel code make the module larger).
 - ``conv-tiled`` / ``conv-im2col`` / ``conv-direct`` (CPU) — the convolution lowering forced:
-  NHWC data-tiled convolutions (what ``default`` picks for a CNN), im2col + data-tiled matmuls,
-  or NHWC direct convolutions. For a graph without convolutions they equal ``default``.
+  NHWC data-tiled convolutions (what ``default`` picks for a CNN at avx512), im2col +
+  data-tiled matmuls (``default`` below avx512), or NHWC direct convolutions. For a graph
+  without convolutions they equal ``default``.
   Autotune tries them against ``default`` on the device at hand.
 
 Options given alongside a preset win over it flag by flag (``opt_level="O2"`` with any preset
@@ -69,12 +75,19 @@ _CPU_TUNED = (
 # transpose propagation the head split/merge transposes are folded into the Q/K/V projections,
 # which then become 3-D "matmul_like" generics that data tiling skips (no mmt4d, 1/3.5 of the
 # speed); without it every projection is a data-tiled mmt4d (0.71x the time of the CNN set).
-# Aggressive fusion and the non-mmt4d ukernels measured within noise here and are left out.
-_CPU_DENSE = (
-    "--iree-opt-level=O3",
+# The non-mmt4d ukernels measured within noise here and are left out. Aggressive fusion, which
+# O2 and O3 turn on, is turned off: with it IREE 3.13 fuses a LayerNorm's reduction into a
+# dispatch whose stack exceeds the 32 KiB limit on a pre-LN block at batch 4 (compile failure at
+# every x86 level, bench/levels.py gpt-causal-b4); turning off the fusion fixes that.
+_CPU_DENSE_O0 = (
     "--iree-opt-data-tiling",
     "--iree-llvmcpu-enable-ukernels=mmt4d",
     "--iree-global-opt-propagate-transposes=false",
+)
+_CPU_DENSE = (
+    "--iree-opt-level=O3",
+    *_CPU_DENSE_O0,
+    "--iree-dispatch-creation-enable-aggressive-fusion=false",
 )
 _CHANNELS_LAST = (
     "--iree-preprocessing-pass-pipeline="
@@ -126,24 +139,42 @@ _CONV_LOWERINGS: dict[str, tuple[str, ...]] = {
     "im2col": _IM2COL,
     "direct": _CHANNELS_LAST,
 }
+# Lowerings without data tiling or ukernels (O3 only), for the SSE levels: there IREE 3.13 has no
+# mmt4d ukernel and its generated mmt4d code made every data-tiled graph slower than the
+# baseline (2-4x on the transformers, 1.15x on ResNet-18, 1.7x on the MobileNet).
+_O3 = ("--iree-opt-level=O3",)
+_PLAIN_LOWERINGS: dict[str, tuple[str, ...]] = {
+    "im2col-O3": _IM2COL + _O3,
+    "direct-O3": _CHANNELS_LAST + _O3,
+}
 # CPU ``default`` per ISA level (``kiln.targets.cpu.LEVELS``) and class: the convolution lowering
-# of a CNN / depthwise CNN, and whether a dense graph gets ``_CPU_DENSE``. Measured with
-# bench/levels.py (docs/performance.md, "Defaults per ISA level"):
+# of a CNN / depthwise CNN, and the flag set of a dense graph. Measured with bench/levels.py
+# (docs/performance.md, "Defaults per ISA level"):
 # - avx512: data-tiled channels-last convolutions (+ Kiln's CNN rewrites) for a plain CNN, direct
-#   channels-last ones (+ depthwise-nhwc) for a depthwise CNN.
-# - avx2, x86-64-v2, x86-64: IREE 3.13 data-tiles convolutions only with AVX-512F; below it
-#   the data-tiled request leaves channels-last convolutions to the direct convolution pipeline
+#   channels-last ones (+ depthwise-nhwc) for a depthwise CNN; dense: O3 + data tiling.
+# - avx2: IREE 3.13 data-tiles convolutions only with AVX-512F; below it the data-tiled request
+#   leaves channels-last convolutions to the direct convolution pipeline
 #   (ConvTileAndDecomposeExpert, vector tiles of 4 channels), no faster than IREE's defaults.
-#   im2col turns them into data-tiled matmuls on the mmt4d ukernel.
-# - aarch64, riscv64: not measured (compile-only here): the choice that was never slower than
-#   the baseline on any measured level.
+#   im2col turns them into data-tiled matmuls on the mmt4d ukernel. Depthwise CNNs keep direct
+#   convolutions (their 1x1 and depthwise layers are not the slow shape). Dense: data tiling at
+#   IREE's default O0 (O3 made the transformers slower here, some slower than the baseline).
+# - x86-64-v2, x86-64 (SSE): no data tiling at all (above); im2col + O3 for a CNN, direct
+#   channels-last + depthwise-nhwc + O3 for a depthwise CNN, IREE's defaults for a dense graph
+#   (O3 alone made the encoder slower).
+# - aarch64, riscv64: not measured (compile-only here): per class the choice that was never
+#   slower than the baseline on any measured x86 level (the SSE level's).
 _CPU_LEVEL_DEFAULTS: dict[str, dict[str, str]] = {
-    "avx512": {"cnn": "tiled", "depthwise-cnn": "direct", "dense": "dense"},
-    "avx2": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
-    "x86-64-v2": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
-    "x86-64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
-    "aarch64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
-    "riscv64": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "dense"},
+    "avx512": {"cnn": "tiled", "depthwise-cnn": "direct", "dense": "O3"},
+    "avx2": {"cnn": "im2col", "depthwise-cnn": "direct", "dense": "O0"},
+    "x86-64-v2": {"cnn": "im2col-O3", "depthwise-cnn": "direct-O3", "dense": "baseline"},
+    "x86-64": {"cnn": "im2col-O3", "depthwise-cnn": "direct-O3", "dense": "baseline"},
+    "aarch64": {"cnn": "im2col-O3", "depthwise-cnn": "direct-O3", "dense": "baseline"},
+    "riscv64": {"cnn": "im2col-O3", "depthwise-cnn": "direct-O3", "dense": "baseline"},
+}
+_DENSE_LOWERINGS: dict[str, tuple[str, ...]] = {
+    "O3": _CPU_DENSE,
+    "O0": _CPU_DENSE_O0,
+    "baseline": (),
 }
 
 
@@ -165,15 +196,18 @@ def _cpu_plan(
         return (), ()
     if cls == "dense":
         # conv-* on a graph without convolutions is the default.
-        return (_CPU_DENSE if _CPU_LEVEL_DEFAULTS[level()]["dense"] == "dense" else ()), ()
+        return _DENSE_LOWERINGS[_CPU_LEVEL_DEFAULTS[level()]["dense"]], ()
     conv = preset.removeprefix("conv-") if preset.startswith("conv-") else (
         _CPU_LEVEL_DEFAULTS[level()][cls])
-    flags = _CONV_LOWERINGS[conv] + _CPU_TUNED
+    if conv in _PLAIN_LOWERINGS:
+        flags = _PLAIN_LOWERINGS[conv]
+    else:
+        flags = _CONV_LOWERINGS[conv] + _CPU_TUNED
     if cls == "cnn":
         return flags, (_CNN_REWRITES if conv == "tiled" else ())
     # conv-im2col keeps the channels-first depthwise form: IREE 3.13's im2col path fails to
     # compile a channels-last depthwise convolution ("failed to run translation").
-    return flags, (("depthwise-nhwc",) if conv != "im2col" else ())
+    return flags, (("depthwise-nhwc",) if not conv.startswith("im2col") else ())
 
 
 def preset_flags(
