@@ -8,7 +8,9 @@
 
 Backends (one file each): ``disk`` (embedded default), ``redis`` (shared), ``tiered`` (disk in front
 of Redis). The facade adds what is common to all of them: verified hits only, single-flight
-builds, counters and a metrics hook. See ``docs/caching.md``.
+builds, counters and a metrics hook, and — given an ``authority`` (``kiln.provenance.Authority``)
+— a signed provenance on every new record, checked on every hit in every tier (an edited or
+foreign record is a miss, counted as ``forged``). See ``docs/caching.md`` and ``docs/trust.md``.
 
 Failure semantics of the facade: a cache that cannot be read is a miss and one that cannot be
 written is skipped — ``get_or_build`` fails only if ``build`` does (its exception propagates,
@@ -22,6 +24,7 @@ import asyncio
 import dataclasses
 import errno
 import functools
+import json
 import logging
 import os
 import threading
@@ -29,7 +32,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from kiln.errors import CacheUnavailable, InsufficientStorage, InvalidRequest, NotFound
 
@@ -47,6 +50,7 @@ from .types import (
     CompilerInfo,
     Found,
     GcReport,
+    RecordAuthority,
     StoreStats,
     VerifyReport,
     WritePolicy,
@@ -74,7 +78,9 @@ __all__ = [
 log = logging.getLogger("kiln.cache")
 
 #: Events passed to the metrics hook (and the counter each one increments).
-EVENTS = ("hit", "miss", "build", "inflight_join", "corrupt", "redis_error", "store_error")
+EVENTS = (
+    "hit", "miss", "build", "inflight_join", "corrupt", "redis_error", "store_error", "forged"
+)
 
 
 @dataclasses.dataclass
@@ -88,6 +94,7 @@ class Counters:
     corrupt: int = 0
     redis_errors: int = 0
     store_errors: int = 0
+    forged: int = 0  # records refused by the authority (edited, foreign or unsigned)
 
     def snapshot(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -101,6 +108,7 @@ _FIELD = {
     "corrupt": "corrupt",
     "redis_error": "redis_errors",
     "store_error": "store_errors",
+    "forged": "forged",
 }
 
 
@@ -121,8 +129,10 @@ class ArtifactCache:
         lease_poll_max: float = 0.5,
         compiler_name: str = "iree",
         metrics_hook: Callable[[str], None] | None = None,
+        authority: RecordAuthority | None = None,
     ) -> None:
         self.storage = storage
+        self.authority = authority
         self.disk = disk
         self.redis = redis
         self.compiler_name = compiler_name
@@ -137,9 +147,13 @@ class ArtifactCache:
         )
         if disk is not None:
             disk.on_corrupt = lambda _what: self._count("corrupt")
+            disk.authority = authority
+            disk.on_forged = lambda _what: self._count("forged")
         if redis is not None:
             redis.on_corrupt = lambda _what: self._count("corrupt")
             redis.on_error = lambda _exc: self._count("redis_error")
+            redis.authority = authority
+            redis.on_forged = lambda _what: self._count("forged")
 
     # -- lookups and builds ------------------------------------------------------------------
 
@@ -204,6 +218,8 @@ class ArtifactCache:
             created=time.time(),
             warnings=tuple(built.warnings),
         )
+        if self.authority is not None:
+            record = dataclasses.replace(record, provenance=self.authority.seal(key, record))
         try:
             self.storage.put(record, data)
         except CacheUnavailable:
@@ -244,6 +260,30 @@ class ArtifactCache:
             raise NotFound(f"no artifact {digest!r}", detail={"digest": digest})
         return data
 
+    def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
+        """The provenance envelope of the blob ``digest``: the one of the record ``key`` when
+        given (it must name this blob), else the last one stored for the blob. With an
+        authority only an envelope that verifies and is about this blob is returned. None if
+        there is none (or the cache is unreachable)."""
+        try:
+            digest = normalize_digest(digest)
+            if key is not None:
+                rec = self.storage.get_record(_key_hex(key))
+                text = rec.provenance if rec is not None and rec.digest == digest else None
+            else:
+                text = self.storage.get_provenance(digest)
+        except (ValueError, CacheUnavailable):
+            return None
+        if not text:
+            return None
+        if self.authority is not None:
+            return self.authority.envelope_for(text, digest)
+        try:
+            env = json.loads(text)
+        except ValueError:
+            return None
+        return env if isinstance(env, dict) else None
+
     def blob_path(self, digest: str) -> Path | None:
         """A verified local file holding the blob (fetched from Redis first when tiered), for
         zero-copy serving; None if absent/corrupt or when there is no disk tier."""
@@ -266,7 +306,8 @@ class ArtifactCache:
                 backends.append(None)
         c = self.counters
         return CacheStats(
-            c.hits, c.misses, c.builds, c.inflight_joins, c.corrupt, c.redis_errors, tuple(backends)
+            c.hits, c.misses, c.builds, c.inflight_joins, c.corrupt, c.redis_errors,
+            tuple(backends), forged=c.forged,
         )
 
     def verify(self) -> VerifyReport:
@@ -324,11 +365,14 @@ def open_cache(
     lease_poll_max: float = 0.5,
     redis_retry_interval: float = 1.0,
     metrics_hook: Callable[[str], None] | None = None,
+    authority: RecordAuthority | None = None,
 ) -> ArtifactCache:
     """Disk only (default; ``cache_dir`` or ``$KILN_CACHE_DIR`` or the user cache dir), tiered
     disk+Redis when ``redis_url`` is given, Redis only with ``disk=False``.
 
-    Opening never contacts Redis, so it succeeds while Redis is down.
+    Opening never contacts Redis, so it succeeds while Redis is down. ``authority`` signs new
+    records and authenticates every record read (``kiln.provenance.Authority``); without one,
+    records are neither signed nor checked.
     """
     local = DiskStorage(cache_dir, max_size=max_size) if disk else None
     remote = RedisStorage(redis_url, retry_interval=redis_retry_interval) if redis_url else None
@@ -348,6 +392,7 @@ def open_cache(
         lease_seconds=lease_seconds,
         lease_poll_max=lease_poll_max,
         metrics_hook=metrics_hook,
+        authority=authority,
     )
 
 

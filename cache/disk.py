@@ -4,6 +4,7 @@ Layout (``LAYOUT`` is the on-disk format version, independent of ``KEY_VERSION``
 
     DIR/v1/cas/ab/ab12…ef          blob, named by the hex sha256 of its bytes
     DIR/v1/ac/cd/cd34…90.json      action record (canonical JSON), named by the hex compile key
+    DIR/v1/prov/ab/ab12…ef.json    provenance envelope of the blob ab12…ef (GET …/provenance)
     DIR/v1/pins/cd34…90            empty file: this key (its record and blob) is never evicted
     DIR/v1/locks/cd/cd34…90.lock   single-flight lock files (see singleflight.py)
     DIR/v1/gc.lock                 writers hold it shared, gc/verify exclusive
@@ -19,6 +20,9 @@ Invariants and failure semantics:
   by ``(dev, inode, size, mtime_ns, ctime_ns)`` — but only once the file's ctime is more than
   ``RACY_SECONDS`` old (git's racy-clean rule), so an in-place modification can never share the
   signature of the verified content.
+* With an ``authority`` (kiln.provenance), a record is a hit only if its signed provenance binds
+  exactly this key to this blob under a trusted key; an edited, foreign or unsigned record is
+  removed, reported to ``on_forged`` and is a miss.
 * LRU: a hit touches the record's (and a blob read touches the blob's) mtime, at most once per
   ``touch_interval`` seconds. gc evicts least recently used entries — records first, then their
   blob — until the directory is under ``max_size``; pinned keys and the blobs they name are never
@@ -48,7 +52,7 @@ from typing import BinaryIO
 
 from .key import normalize_digest
 from .store import blob_digest, check_blob, decode_record, encode_record
-from .types import ActionRecord, Found, GcReport, StoreStats, VerifyReport
+from .types import ActionRecord, Found, GcReport, RecordAuthority, StoreStats, VerifyReport
 
 __all__ = ["LAYOUT", "DiskStorage", "default_cache_dir"]
 
@@ -103,13 +107,18 @@ class DiskStorage:
         self.ac_dir = self.base / "ac"
         self.pins_dir = self.base / "pins"
         self.locks_dir = self.base / "locks"
-        for d in (self.cas_dir, self.ac_dir, self.pins_dir, self.locks_dir):
+        self.prov_dir = self.base / "prov"
+        for d in (self.cas_dir, self.ac_dir, self.pins_dir, self.locks_dir, self.prov_dir):
             d.mkdir(parents=True, exist_ok=True)
         self._cas, self._ac = str(self.cas_dir), str(self.ac_dir)  # hot-path string paths
         self.max_size = max_size
         self.touch_interval = touch_interval
         #: Called with the path of every corrupt file found and removed (metrics hook).
         self.on_corrupt: Callable[[str], None] | None = None
+        #: Authenticates every record read (None: records are trusted as stored).
+        self.authority: RecordAuthority | None = None
+        #: Called with the path of every record refused by ``authority`` (and removed).
+        self.on_forged: Callable[[str], None] | None = None
         self._memo: dict[str, tuple[int, int, int, int, int]] = {}
         self._mu = threading.Lock()
         self._approx_size: int | None = None
@@ -125,6 +134,10 @@ class DiskStorage:
     def record_file(self, key: str) -> Path:
         k = _hex(key)
         return self.ac_dir / k[:2] / f"{k}.json"
+
+    def provenance_file(self, digest: str) -> Path:
+        h = _hex(digest)
+        return self.prov_dir / h[:2] / f"{h}.json"
 
     def lock_file(self, key: str) -> Path:
         k = _hex(key)
@@ -154,6 +167,8 @@ class DiskStorage:
         if rec is None:
             self._discard(rpath, None, "unreadable record")
             return None
+        if not self._authentic(rec, rpath, rst):
+            return None
         data: bytes | None = None
         if load:
             data = self.get_blob(rec.digest)
@@ -168,11 +183,14 @@ class DiskStorage:
         return Found(rec, "disk", data)
 
     def get_record(self, key: str) -> ActionRecord | None:
+        return self._read_record_file(self.record_file(key))
+
+    def get_provenance(self, digest: str) -> str | None:
+        """The stored provenance envelope (JSON text) of a blob, unverified; None if absent."""
         try:
-            raw = self.record_file(key).read_bytes()
-        except FileNotFoundError:
+            return self.provenance_file(digest).read_text()
+        except (FileNotFoundError, UnicodeDecodeError):
             return None
-        return decode_record(raw, key=_hex(key))
 
     def get_blob(self, digest: str) -> bytes | None:
         digest = normalize_digest(digest)
@@ -226,6 +244,9 @@ class DiskStorage:
         with self._gc_lock(exclusive=False):
             self._put_blob(record.digest, data)
             self._write_atomic(self.record_file(record.key), encode_record(record))
+            if record.provenance:
+                self._write_atomic(self.provenance_file(record.digest),
+                                   record.provenance.encode())
         self._after_write(len(data))
 
     def put_blob(self, digest: str, data: bytes) -> None:
@@ -367,7 +388,7 @@ class DiskStorage:
 
         prune_lock_files(self.locks_dir)
         # Under the exclusive lock no writer is active, so every temp file belongs to a dead one.
-        for top in (self.cas_dir, self.ac_dir):
+        for top in (self.cas_dir, self.ac_dir, self.prov_dir):
             for shard in _dirs(top):
                 for p in shard.iterdir():
                     if p.name.startswith(_TMP_PREFIX):
@@ -420,6 +441,10 @@ class DiskStorage:
                     total -= st.st_size
                     rep.removed_blobs += 1
         rep.size_after = total
+        for path, _ in _walk(self.prov_dir):  # provenance of evicted blobs
+            if not self.blob_file(path.name.removesuffix(".json")).exists():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
         return rep
 
     def close(self) -> None:
@@ -455,10 +480,31 @@ class DiskStorage:
 
     def _read_record_file(self, path: Path) -> ActionRecord | None:
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                raw = f.read()
         except FileNotFoundError:
             return None
-        return decode_record(raw, key=path.name.removesuffix(".json"))
+        rec = decode_record(raw, key=path.name.removesuffix(".json"))
+        return rec if rec is not None and self._authentic(rec, path, st) else None
+
+    def _authentic(self, rec: ActionRecord, path: str | Path, st: os.stat_result) -> bool:
+        """True without an authority or when it accepts ``rec``; else the record file is
+        removed (unless replaced meanwhile), reported to ``on_forged``, and False."""
+        if self.authority is None:
+            return True
+        why = self.authority.check(rec)
+        if why is None:
+            return True
+        log.warning("kiln cache: refusing the record %s: %s", path, why)
+        try:
+            if os.stat(path).st_ino == st.st_ino:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+        if self.on_forged is not None:
+            self.on_forged(str(path))
+        return False
 
     def _remember(self, digest: str, st: os.stat_result) -> None:
         if time.time() - st.st_ctime_ns / 1e9 > RACY_SECONDS:

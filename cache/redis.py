@@ -1,10 +1,13 @@
 """Redis backend: the cache shared by every replica of a cluster.
 
-Keys are namespaced ``<prefix>cas:<hex>`` (blob bytes) and ``<prefix>ac:<key>`` (record JSON);
+Keys are namespaced ``<prefix>cas:<hex>`` (blob bytes), ``<prefix>ac:<key>`` (record JSON) and
+``<prefix>prov:<hex>`` (a blob's provenance envelope);
 the default prefix ``kiln:v1:`` carries the layout version. Designed for a Redis with
 ``maxmemory`` + an ``allkeys-*`` eviction policy: Redis may drop any key at any time, so a record
 whose blob is gone is a miss (and is deleted), and every blob is re-hashed on read — a mismatch is
-deleted with its record and reported as a miss, never returned.
+deleted with its record and reported as a miss, never returned. With an ``authority`` a record
+whose signed provenance does not bind its key to its blob under a trusted key (edited in Redis,
+copied from another key, unsigned) is deleted, reported to ``on_forged`` and is a miss.
 
 Failure semantics: any ``redis.RedisError`` becomes :class:`kiln.errors.CacheUnavailable`
 (``raise ... from exc``), logged and reported to ``on_error`` (the metrics hook) — callers fall back
@@ -31,7 +34,7 @@ from kiln.errors import CacheUnavailable
 
 from .key import normalize_digest
 from .store import blob_digest, check_blob, decode_record, encode_record
-from .types import ActionRecord, Found, StoreStats, VerifyReport
+from .types import ActionRecord, Found, RecordAuthority, StoreStats, VerifyReport
 
 __all__ = ["DEFAULT_PREFIX", "RedisStorage"]
 
@@ -80,6 +83,10 @@ class RedisStorage:
         self.on_error = on_error
         #: Called with the key of every corrupt blob found and removed.
         self.on_corrupt: Callable[[str], None] | None = None
+        #: Authenticates every record read (None: records are trusted as stored).
+        self.authority: RecordAuthority | None = None
+        #: Called with the Redis key of every record refused by ``authority`` (and deleted).
+        self.on_forged: Callable[[str], None] | None = None
         # One immediate retry absorbs a pooled connection that died with a restarted server.
         self.client = redis.Redis.from_url(
             url,
@@ -100,6 +107,9 @@ class RedisStorage:
 
     def _k_rec(self, key: str) -> str:
         return f"{self.prefix}ac:{_hex(key)}"
+
+    def _k_prov(self, digest: str) -> str:
+        return f"{self.prefix}prov:{_hex(digest)}"
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one redis-py call, translating failures to CacheUnavailable (see module doc)."""
@@ -154,6 +164,8 @@ class RedisStorage:
         if rec is None:
             self._corrupt(rkey, [rkey])
             return None
+        if not self._authentic(rec, rkey):
+            return None
         data = self.get_blob(rec.digest)
         if data is None:  # evicted by maxmemory, or corrupt: the record is not a hit
             self.call(self.client.delete, rkey)
@@ -161,8 +173,30 @@ class RedisStorage:
         return Found(rec, "redis", data)
 
     def get_record(self, key: str) -> ActionRecord | None:
-        raw = self._get(self._k_rec(key))
-        return None if raw is None else decode_record(raw, key=_hex(key))
+        rkey = self._k_rec(key)
+        raw = self._get(rkey)
+        rec = None if raw is None else decode_record(raw, key=_hex(key))
+        return rec if rec is not None and self._authentic(rec, rkey) else None
+
+    def get_provenance(self, digest: str) -> str | None:
+        """The stored provenance envelope (JSON text) of a blob, unverified; None if absent."""
+        raw = self._get(self._k_prov(digest))
+        try:
+            return None if raw is None else raw.decode()
+        except UnicodeDecodeError:
+            return None
+
+    def _authentic(self, rec: ActionRecord, rkey: str) -> bool:
+        if self.authority is None:
+            return True
+        why = self.authority.check(rec)
+        if why is None:
+            return True
+        log.warning("kiln cache: refusing the redis record %s: %s", rkey, why)
+        self.call(self.client.delete, rkey)
+        if self.on_forged is not None:
+            self.on_forged(rkey)
+        return False
 
     def get_blob(self, digest: str) -> bytes | None:
         digest = normalize_digest(digest)
@@ -189,6 +223,8 @@ class RedisStorage:
         pipe = self.client.pipeline(transaction=False)
         pipe.set(self._k_blob(record.digest), data, px=self.ttl_ms)
         pipe.set(self._k_rec(record.key), encode_record(record), px=self.ttl_ms)
+        if record.provenance:
+            pipe.set(self._k_prov(record.digest), record.provenance.encode(), px=self.ttl_ms)
         self.call(pipe.execute)
 
     def put_blob(self, digest: str, data: bytes) -> None:
@@ -226,7 +262,7 @@ class RedisStorage:
         for k in self._scan("ac"):
             raw = self._get(k)
             rec = None if raw is None else decode_record(raw, key=k.rsplit(":", 1)[1])
-            if rec is not None:
+            if rec is not None and self._authentic(rec, k):
                 yield rec
 
     def stats(self) -> StoreStats:
@@ -260,7 +296,7 @@ class RedisStorage:
             if raw is None:
                 continue
             rec = decode_record(raw, key=k.rsplit(":", 1)[1])
-            if rec is None:
+            if rec is None or not self._authentic(rec, k):
                 rep.corrupt += 1
             elif not self.call(self.client.exists, self._k_blob(rec.digest)):
                 rep.dangling += 1

@@ -62,7 +62,12 @@ class Storage(Protocol):
         ...
 
     def get_record(self, key: str) -> ActionRecord | None:
-        """The stored record, unverified against its blob (use :meth:`find` for hits)."""
+        """The stored record, unverified against its blob (use :meth:`find` for hits), but
+        authenticated like a hit when the backend has an ``authority``."""
+        ...
+
+    def get_provenance(self, digest: str) -> str | None:
+        """The provenance envelope (JSON text) last stored for a blob, unverified."""
         ...
 
     def put(self, record: ActionRecord, data: bytes) -> None:

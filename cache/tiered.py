@@ -1,7 +1,9 @@
 """Disk in front of Redis, as a wrapper implementing the same Storage protocol.
 
 Reads go to the local tier first, then the remote one; a remote hit is backfilled into the local
-tier (blob before record) so the next read is local. Writes follow the :class:`WritePolicy`.
+tier (blob before record) so the next read is local. Each tier authenticates the records it
+reads (``authority``), so only a record that passed the remote tier's check is copied to disk,
+and only one that passes the disk tier's is copied to Redis after an outage. Writes follow the :class:`WritePolicy`.
 
 Failure semantics: the remote tier's :class:`kiln.errors.CacheUnavailable` never escapes — a read
 becomes a local-only read (a miss if the local tier misses), a write is kept locally and its key
@@ -80,6 +82,16 @@ class TieredStorage:
             except CacheUnavailable:
                 return None
         return rec
+
+    def get_provenance(self, digest: str) -> str | None:
+        """A blob's stored provenance envelope (unverified), local tier first."""
+        env = self.local.get_provenance(digest)
+        if env is None:
+            try:
+                env = self.remote.get_provenance(digest)
+            except CacheUnavailable:
+                return None
+        return env
 
     def get_blob(self, digest: str) -> bytes | None:
         data = self.local.get_blob(digest)

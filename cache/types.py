@@ -7,12 +7,16 @@ does not parse is treated by every store as a miss and removed.
 from __future__ import annotations
 
 import enum
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .key import normalize_digest
+if TYPE_CHECKING:
+    from .key import CompileKey
+
+from .key import canonical_json, normalize_digest
 
 _HEX_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -24,6 +28,7 @@ __all__ = [
     "CompilerInfo",
     "Found",
     "GcReport",
+    "RecordAuthority",
     "Source",
     "StoreStats",
     "VerifyReport",
@@ -43,6 +48,22 @@ class WritePolicy(enum.Enum):
     #: Redis is read-only for this process: entries are written to disk only (e.g. a developer
     #: laptop reading a CI-populated shared cache without being able to poison it).
     LOCAL_ONLY = "local-only"
+
+
+class RecordAuthority(Protocol):
+    """Signs action records and authenticates them (``kiln.provenance.Authority``)."""
+
+    def seal(self, key: CompileKey, record: ActionRecord) -> str:
+        """The provenance envelope for a new record ("" when it cannot sign)."""
+        ...
+
+    def check(self, record: ActionRecord) -> str | None:
+        """None when the record is authentic, else why not (it is then never served)."""
+        ...
+
+    def envelope_for(self, provenance: str, digest: str) -> dict[str, Any] | None:
+        """The envelope if it verifies and is about ``digest``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,9 @@ class ActionRecord:
     created: float
     warnings: tuple[str, ...] = ()
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (see CompileKey.rewrites)
+    #: The DSSE envelope (canonical JSON text) signing this record's key, blob and parameters
+    #: (kiln.provenance); "" = unsigned, a miss wherever the cache authenticates records.
+    provenance: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", normalize_digest(self.digest))
@@ -97,6 +121,7 @@ class ActionRecord:
             "created": self.created,
             "warnings": list(self.warnings),
             "rewrites": list(self.rewrites),
+            **({"provenance": json.loads(self.provenance)} if self.provenance else {}),
         }
 
     @classmethod
@@ -115,6 +140,8 @@ class ActionRecord:
                 created=float(data["created"]),
                 warnings=tuple(str(w) for w in data.get("warnings", ())),
                 rewrites=tuple(str(r) for r in data.get("rewrites", ())),
+                provenance=canonical_json(data["provenance"]).decode()
+                if data.get("provenance") else "",
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed action record: {exc}") from exc
@@ -188,6 +215,7 @@ class CacheStats:
     corrupt: int
     redis_errors: int
     backends: tuple[StoreStats | None, ...]
+    forged: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "backends"}
