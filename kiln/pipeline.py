@@ -55,6 +55,9 @@ class Artifact:
     warnings: tuple[str, ...] = ()
     data: bytes | None = field(default=None, repr=False, compare=False)
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (kiln.lowering.layout), if any
+    #: The signed provenance envelope (JSON text, kiln.provenance) when the cache signs; not
+    #: part of the compile answer (GET /v1/artifacts/{hex}/provenance serves it).
+    provenance: str = field(default="", repr=False, compare=False)
 
     @property
     def hex(self) -> str:
@@ -278,6 +281,7 @@ class Pipeline:
             flags=tuple(rec.flags),
             warnings=tuple(rec.warnings),
             rewrites=tuple(rec.rewrites),
+            provenance=rec.provenance,
         )
 
     # -- the whole request -----------------------------------------------------------------
