@@ -6,6 +6,7 @@ several apps in one process — tests — do not collide).
     kiln_cache_requests_total{result}       cache lookups: hit | miss
     kiln_cache_redis_errors_total           Redis failures the cache absorbed
     kiln_cache_corrupt_total                corrupt entries found and removed
+    kiln_cache_forged_records_total         action records refused: edited, foreign or unsigned
     kiln_compile_queue_depth                compile jobs waiting for a worker
     kiln_compiles_in_flight                 compile jobs running
     kiln_prepare_queue_depth                graphs waiting for a prepare worker
@@ -51,6 +52,10 @@ class Metrics:
         self.corrupt = Counter(
             "kiln_cache_corrupt", "Corrupt cache entries found and removed", registry=r
         )
+        self.forged = Counter(
+            "kiln_cache_forged_records",
+            "Action records refused because their signed provenance did not match", registry=r,
+        )
         self.requests = Counter(
             "kiln_requests", "HTTP requests answered", ["route", "status"], registry=r
         )
@@ -82,6 +87,8 @@ class Metrics:
             self.redis_errors.inc()
         elif event == "corrupt":
             self.corrupt.inc()
+        elif event == "forged":
+            self.forged.inc()
 
     def track(
         self,

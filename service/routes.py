@@ -8,6 +8,8 @@ import base64
 import binascii
 import hashlib
 import json
+import re
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -15,7 +17,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from kiln.errors import InvalidRequest, KilnError
+from kiln.errors import InvalidRequest, KilnError, NotFound
 from kiln.fair_queue import TENANT
 
 from .errors import ERROR_RESPONSES
@@ -28,6 +30,7 @@ from .types import CompileRequest, CompileResponse, TargetsResponse
 __all__ = ["router"]
 
 router = APIRouter()
+_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 _RAW_DOC = (
     "Send the graph either as JSON (`application/json`, CompileRequest) or as the raw request "
@@ -193,6 +196,33 @@ router.add_api_route(
     summary="An executable's size and ETag, without its bytes",
     operation_id="head_artifact",
 )
+
+
+@router.get(
+    "/v1/artifacts/{hex}/provenance",
+    responses=ERROR_RESPONSES,
+    summary="The executable's signed provenance: a DSSE envelope over an in-toto Statement v1",
+    description="With `key` (the artifact's compile key from /v1/compile) the provenance of "
+    "that very build; without it, the last one stored for these bytes. 404 if none.",
+)
+async def get_provenance(
+    request: Request,
+    hex: str,  # noqa: A002 - API.md's name
+    key: Annotated[str | None, Query(description="hex compile key")] = None,
+) -> Response:
+    svc = _service(request)
+    if not _HEX.match(hex) or (key is not None and not _HEX.match(key)):
+        raise NotFound("no such artifact: not a lowercase sha256 hex digest")
+    env = await anyio.to_thread.run_sync(partial(svc.cache.provenance, hex, key=key))
+    if env is None:
+        raise NotFound(f"no provenance for sha256:{hex}", detail={"digest": hex, "key": key})
+    return _json(env)
+
+
+@router.get("/v1/keys", responses=ERROR_RESPONSES,
+            summary="The public keys that sign (and signed) this server's provenance")
+async def get_keys(request: Request) -> Response:
+    return _json(_service(request).authority.ring.to_json())
 
 
 @router.api_route("/v1/targets", methods=["GET", "HEAD"], response_model=TargetsResponse,

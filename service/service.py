@@ -14,6 +14,7 @@ from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
 from kiln.pipeline import Pipeline
+from kiln.provenance import Authority, split_paths
 from kiln.targets import describe_targets
 from kiln.targets.options import OPTIONS
 from kiln.targets.toolchain import compiler_identity, iree_compile_path
@@ -35,7 +36,12 @@ class Service:
         self.metrics = metrics
         self.auth = auth
         self.cache_dir = s.cache_dir if s.cache_dir is not None else default_cache_dir()
+        #: Signs each new record's provenance; authenticates every record read (docs/trust.md).
+        self.authority = Authority.from_files(
+            s.signing_key_file, split_paths(s.verify_keys_files)
+        )
         self.cache: ArtifactCache = open_cache(
+            authority=self.authority,
             cache_dir=self.cache_dir,
             redis_url=s.redis_url,
             max_size=s.cache_max_bytes,

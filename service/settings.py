@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     #: Verified artifact bytes kept in memory to answer GETs without disk I/O (total, per blob).
     blob_memory_bytes: int = Field(128 << 20, ge=0)
     blob_memory_max_item: int = Field(4 << 20, ge=0)
+    #: The Ed25519 key that signs every artifact's provenance (PEM, created 0600 when missing);
+    #: None = ``~/.config/kiln/signing-key.pem``. Keep it outside the cache directory.
+    signing_key_file: Path | None = None
+    #: Public keys (PEM files, comma separated) still trusted for verification: rotated keys.
+    verify_keys_files: str = ""
     log_level: str = "info"
     #: Log one JSON line per request (access log).
     access_log: bool = True

@@ -25,3 +25,6 @@ def pipeline() -> Iterator[Pipeline]:
 def _isolated_cache_dir(tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # No test may touch the user's ~/.cache/kiln.
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "kiln-cache"))  # type: ignore[operator]
+    # Nor the user's signing key (~/.config/kiln/signing-key.pem).
+    monkeypatch.setenv("KILN_SIGNING_KEY_FILE",
+                       str(tmp_path / "kiln-signing-key.pem"))  # type: ignore[operator]

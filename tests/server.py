@@ -122,6 +122,7 @@ def kiln_server(
     root = base.mktemp("kiln-server") if isinstance(base, pytest.TempPathFactory) else Path(base)
     root.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(settings.pop("cache_dir", root / "cache"))
+    settings.setdefault("signing_key_file", root / "signing-key.pem")  # never ~/.config
     for sub in ("work", "tmp"):
         (root / sub).mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
