@@ -3,7 +3,8 @@
 Reads go to the local tier first, then the remote one; a remote hit is backfilled into the local
 tier (blob before record) so the next read is local. Each tier authenticates the records it
 reads (``authority``), so only a record that passed the remote tier's check is copied to disk,
-and only one that passes the disk tier's is copied to Redis after an outage. Writes follow the :class:`WritePolicy`.
+and only one that passes the disk tier's is copied to Redis after an outage. Writes follow the
+:class:`WritePolicy`.
 
 Failure semantics: the remote tier's :class:`kiln.errors.CacheUnavailable` never escapes — a read
 becomes a local-only read (a miss if the local tier misses), a write is kept locally and its key

@@ -6,9 +6,11 @@
     targets = ["cpu", "vulkan", "cuda:sm_80"]
     options = {opt_level = "O3"}      # optional, allow-listed compile options
 
-Output: ``DIR/<model>.<target>.vmfb`` per success plus ``DIR/manifest.json``:
-``{"artifacts": [{model, target, path, digest, key, cached, flags, rewrites}],
-"errors": [{model, target, error}]}`` in manifest order. Embedded (``kiln.pipeline`` with the
+Output: ``DIR/<model>.<target>.vmfb`` per success, beside it its signed provenance
+``DIR/<model>.<target>.vmfb.provenance.json`` (a DSSE envelope: ``kiln verify`` checks it), and
+``DIR/manifest.json``: ``{"artifacts": [{model, target, path, provenance, digest, key, cached,
+flags, rewrites}], "errors": [{model, target, error}]}`` in manifest order (``provenance`` is
+null when the cache or server signed nothing). Embedded (``kiln.pipeline`` with the
 disk cache) or remote (``Client``).
 
 Failure semantics: a bad manifest (unreadable, not TOML, missing fields) raises ``InvalidRequest``
@@ -52,9 +54,11 @@ class BuildEntry:
     cached: bool
     flags: tuple[str, ...]
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (docs/caching.md)
+    provenance: str | None = None  # the envelope's path, relative to the output directory
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "target": self.target, "path": self.path,
+                "provenance": self.provenance,
                 "digest": self.digest, "key": self.key, "cached": self.cached,
                 "flags": list(self.flags), "rewrites": list(self.rewrites)}
 
@@ -126,12 +130,13 @@ class Backend(Protocol):
     """Compiles one model for its targets.
 
     ``compile`` returns ``(artifacts, errors)``, where artifacts are ``(target, digest, key,
-    cached, flags, rewrites, data)`` and errors ``(target, KilnError)``; it raises only for
-    failures of the whole model (its graph).
+    cached, flags, rewrites, data, provenance)`` (``provenance``: the DSSE envelope, or None)
+    and errors ``(target, KilnError)``; it raises only for failures of the whole model (its
+    graph).
     """
 
-    def compile(self, model: Model, data: bytes) -> tuple[
-        list[tuple[str, str, str, bool, tuple[str, ...], bytes]], list[tuple[str, KilnError]]]: ...
+    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
+                                                          list[tuple[str, KilnError]]]: ...
 
 
 def artifact_name(model: str, target: str) -> str:
@@ -170,10 +175,15 @@ def build(
             return [], [BuildError(m.name, t, err) for t in m.targets]
         except KilnError as exc:
             return [], [BuildError(m.name, t, exc) for t in m.targets]
-        for target, digest, key, cached, flags, rewrites, blob in arts:
+        for target, digest, key, cached, flags, rewrites, blob, envelope in arts:
             rel = artifact_name(m.name, target)
             _write(out / rel, blob)
-            entries.append(BuildEntry(m.name, target, rel, digest, key, cached, flags, rewrites))
+            prov = None
+            if envelope is not None:
+                prov = rel + ".provenance.json"
+                _write(out / prov, (json.dumps(envelope, indent=2) + "\n").encode())
+            entries.append(BuildEntry(m.name, target, rel, digest, key, cached, flags, rewrites,
+                                      prov))
         errors.extend(BuildError(m.name, t, e) for t, e in errs)
         return entries, errors
 
@@ -219,6 +229,12 @@ def _split_targets(m: Model) -> tuple[list[str], list[tuple[str, KilnError]]]:
     return good, bad
 
 
+#: One built artifact: (target, digest, key, cached, flags, rewrites, bytes, provenance).
+BuiltArtifact = tuple[
+    str, str, str, bool, tuple[str, ...], tuple[str, ...], bytes, dict[str, Any] | None
+]
+
+
 class EmbeddedBackend:
     """The in-process pipeline with the shared disk cache (``kiln compile``'s default)."""
 
@@ -226,8 +242,8 @@ class EmbeddedBackend:
         self.pipeline = pipeline
         self.cache = cache
 
-    def compile(self, model: Model, data: bytes) -> tuple[
-            list[tuple[str, str, str, bool, tuple[str, ...], bytes]], list[tuple[str, KilnError]]]:
+    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
+                                                          list[tuple[str, KilnError]]]:
         good, errors = _split_targets(model)
         if not good:
             return [], errors
@@ -236,8 +252,9 @@ class EmbeddedBackend:
         arts = []
         for a in res.artifacts:
             blob = a.data if a.data is not None else self.cache.read_blob(a.digest)
+            envelope = json.loads(a.provenance) if a.provenance else None
             arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags), tuple(a.rewrites),
-                         blob))
+                         blob, envelope))
         errors += [(e.target, e.error) for e in res.errors]
         return arts, errors
 
@@ -250,9 +267,10 @@ class RemoteBackend:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def compile(self, model: Model, data: bytes) -> tuple[
-            list[tuple[str, str, str, bool, tuple[str, ...], bytes]], list[tuple[str, KilnError]]]:
+    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
+                                                          list[tuple[str, KilnError]]]:
         from kiln.errors import InvalidRequest, UnsupportedTarget
+        from kiln.provenance import verify_artifact
 
         opts = model.options or None
         try:
@@ -270,7 +288,16 @@ class RemoteBackend:
         arts = []
         for res in results:
             for a in res.artifacts:
+                blob = self.client.fetch(a.digest)
+                envelope = self.client.provenance(a.digest, key=a.key)
+                if self.client.trusted is not None:  # IntegrityError: this target fails
+                    try:
+                        verify_artifact(self.client.trusted, blob, envelope, target=a.target,
+                                        graph_digest=res.graph_digest)
+                    except KilnError as exc:
+                        errors.append((a.target, exc))
+                        continue
                 arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags),
-                             tuple(a.rewrites), self.client.fetch(a.digest)))
+                             tuple(a.rewrites), blob, envelope))
             errors += [(e.target, e.error) for e in res.errors]
         return arts, errors

@@ -41,8 +41,9 @@ def _backend(args: argparse.Namespace) -> Iterator[Any]:
         return
     from kiln.cache import open_cache
     from kiln.pipeline import Pipeline
+    from kiln.provenance import Authority
 
-    cache = open_cache(cache_dir=args.cache_dir)
+    cache = open_cache(cache_dir=args.cache_dir, authority=Authority.from_env())
     with Pipeline(cache=cache, workers=args.workers) as pipe:
         yield EmbeddedBackend(pipe, cache)
 

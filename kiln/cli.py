@@ -1,7 +1,8 @@
 """The ``kiln`` command line (see shared/API.md, "CLI").
 
 ``main(argv, stdout=..., stderr=...)`` is testable without subprocesses. Exit status: 0 on success;
-1 when a compile failed (``code: message`` on stderr); 2 for usage errors.
+1 when a compile failed or ``kiln verify`` refused (``code: message`` on stderr); 2 for usage
+errors.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=300.0, help="per-target compile timeout (s)")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    v = sub.add_parser("verify", help="check an executable against its signed provenance")
+    v.add_argument("file", help="the executable (.vmfb)")
+    v.add_argument("--provenance", "-p",
+                   help="its DSSE envelope (default: FILE.provenance.json, as kiln build writes)")
+    v.add_argument("--key", "-k", action="append", required=True, metavar="PEM",
+                   help="a trusted public key file (repeat for several; GET /v1/keys lists them)")
+    v.add_argument("--target", help="also require this normalized target, e.g. cpu:x86_64:generic")
+    v.add_argument("--graph-digest", help="also require this graph digest (sha256:<hex>)")
+
     t = sub.add_parser("targets", help="list the accepted targets")
     t.add_argument("--json", action="store_true")
     t.add_argument("--cpus", metavar="ARCH", help="list the CPU names the compiler accepts for ARCH")
@@ -80,6 +90,8 @@ def main(
             return _compile(args, stdout=stdout, stderr=stderr)
         if args.command == "targets":
             return _targets(args, stdout=stdout)
+        if args.command == "verify":
+            return _verify(args, stdout=stdout)
         if args.command == "cache":
             from kiln import cache_cli
 
@@ -150,8 +162,11 @@ def _compile(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int
         cache = None
         if not args.no_cache:
             from kiln.cache import open_cache
+            from kiln.provenance import Authority
 
-            cache = open_cache(cache_dir=args.cache_dir, redis_url=args.redis_url)
+            # Signed with the same key file as `kiln serve` (docs/trust.md).
+            cache = open_cache(cache_dir=args.cache_dir, redis_url=args.redis_url,
+                               authority=Authority.from_env())
         with Pipeline(cache=cache, workers=args.workers, compile_timeout=args.timeout) as pipe:
             res = pipe.compile(data, targets=args.target, options=options or None,
                                format=args.format, external_data_dir=ext_dir)
@@ -194,6 +209,34 @@ def _write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _verify(args: argparse.Namespace, *, stdout: TextIO) -> int:
+    """0 and one line naming what was verified; IntegrityError (exit 1, why on stderr) else."""
+    from kiln.errors import IntegrityError, InvalidRequest
+    from kiln.provenance import KeyRing, verify_artifact
+
+    ring = KeyRing.from_files(args.key)
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {args.file}: {exc.strerror}") from exc
+    prov = Path(args.provenance or f"{args.file}.provenance.json")
+    try:
+        envelope = json.loads(prov.read_bytes())
+    except FileNotFoundError:
+        envelope = None  # verify_artifact says it is missing
+    except (OSError, ValueError) as exc:
+        raise IntegrityError(f"cannot read the provenance {prov}: {exc}") from exc
+    stmt = verify_artifact(ring, data, envelope, target=args.target,
+                           graph_digest=args.graph_digest)
+    ext = stmt["predicate"]["buildDefinition"]["externalParameters"]
+    assert envelope is not None  # verify_artifact refuses a missing one
+    keyids = ", ".join(str(s.get("keyid", ""))[:16] for s in envelope["signatures"])
+    print(f"verified: {args.file} sha256:{stmt['subject'][0]['digest']['sha256']} "
+          f"target {ext.get('target')} graph {ext.get('graph_digest')} (key {keyids})",
+          file=stdout)
+    return 0
 
 
 def _targets(args: argparse.Namespace, *, stdout: TextIO) -> int:

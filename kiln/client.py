@@ -14,6 +14,12 @@ with ``raise ... from exc``. A server error envelope becomes its Kiln class
 connection errors are retried per ``RetryPolicy`` (``Retry-After`` honoured); when retries run out
 the last error is raised (``Overloaded`` or ``ConnectionFailed``). Bytes that do not match their
 digest raise ``IntegrityError`` and are never cached or loaded.
+
+Trust (docs/trust.md): with ``trusted_keys=[pem, ...]`` (or ``KILN_TRUSTED_KEYS=path[,path]``)
+``artifact`` and ``load`` fetch each executable's signed provenance and check, before anything is
+kept or loaded, that a trusted key signed it, that its subject is these bytes' sha256, and that
+its target and graph digest are the ones the server answered; a missing, unsigned, foreign or
+tampered provenance raises ``IntegrityError``. Without keys nothing is checked beyond the digest.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from kiln.errors import (
     Overloaded,
     UnsupportedTarget,
 )
+from kiln.provenance import KeyRing, split_paths, verify_artifact
 from kiln.runtime import LoadedModule
 
 if TYPE_CHECKING:
@@ -205,8 +212,17 @@ def _verify(digest: str, data: bytes) -> bytes:
     return data
 
 
-def _record(a: RemoteArtifact) -> dict[str, Any]:
-    return {"target": a.target, "digest": a.digest, "key": a.key, "flags": list(a.flags)}
+def _record(a: RemoteArtifact, res: RemoteCompileResult) -> dict[str, Any]:
+    return {"target": a.target, "digest": a.digest, "key": a.key, "flags": list(a.flags),
+            "graph_digest": res.graph_digest}
+
+
+def _trusted(keys: Sequence[str | bytes] | None) -> KeyRing | None:
+    """The ring from ``keys`` (PEM texts), else from ``KILN_TRUSTED_KEYS`` (PEM file paths)."""
+    if keys is not None:
+        return KeyRing.from_pems(keys)
+    paths = split_paths(os.environ.get("KILN_TRUSTED_KEYS", ""))
+    return KeyRing.from_files(paths) if paths else None
 
 
 # Errors after which load() tries the next candidate: this target cannot be built or run here.
@@ -223,8 +239,11 @@ class _Base:
         retry: RetryPolicy | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         raw_threshold: int = RAW_BODY_THRESHOLD,
+        trusted_keys: Sequence[str | bytes] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: Keys provenance must be signed by before anything is loaded; None = not checked.
+        self.trusted = _trusted(trusted_keys)
         self.retry = retry or RetryPolicy()
         self.cache = LocalCache(cache_dir)
         self.raw_threshold = raw_threshold
@@ -249,11 +268,24 @@ class _Base:
                            format=fmt)
 
     def _cached_artifact(self, key: str) -> tuple[bytes, dict[str, Any]] | None:
+        """A local hit; with trusted keys only one whose kept provenance still verifies."""
         rec = self.cache.get_result(key)
         if rec is None:
             return None
         blob = self.cache.get_blob(rec["digest"])
-        return (blob, rec) if blob is not None else None
+        if blob is None:
+            return None
+        if self.trusted is not None:
+            try:
+                self._check(blob, rec)
+            except IntegrityError:
+                return None  # ask the server again (and verify what it sends)
+        return blob, rec
+
+    def _check(self, blob: bytes, rec: dict[str, Any]) -> None:
+        assert self.trusted is not None
+        verify_artifact(self.trusted, blob, rec.get("provenance"), target=rec["target"],
+                        graph_digest=rec.get("graph_digest"))
 
     def _candidates(self, device: str, candidates: Sequence[Candidate] | None) -> list[Candidate]:
         from kiln.resolver import candidates as detect
@@ -303,9 +335,10 @@ class Client(_Base):
         transport: httpx.BaseTransport | None = None,
         raw_threshold: int = RAW_BODY_THRESHOLD,
         sleep: Callable[[float], None] = time.sleep,
+        trusted_keys: Sequence[str | bytes] | None = None,
     ) -> None:
         super().__init__(base_url, token=token, timeout=timeout, retry=retry, cache_dir=cache_dir,
-                         raw_threshold=raw_threshold)
+                         raw_threshold=raw_threshold, trusted_keys=trusted_keys)
         self._sleep = sleep
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout,
                                   transport=transport)
@@ -378,8 +411,26 @@ class Client(_Base):
         res = self.compile(data, targets=[target], options=options, format=format or fmt)
         a = _one_artifact(res)
         blob = self.fetch(a.digest)
-        self.cache.put_result(key, _record(a))
-        return blob, _record(a)
+        rec = _record(a, res)
+        if self.trusted is not None:
+            rec["provenance"] = self.provenance(a.digest, key=a.key)
+            self._check(blob, rec)
+        self.cache.put_result(key, rec)
+        return blob, rec
+
+    def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
+        """The artifact's signed provenance envelope (of the build ``key`` when given), or None
+        when the server has none."""
+        params = {"key": key} if key else None
+        try:
+            return dict(self._send("GET", f"/v1/artifacts/{_hex_of(digest)}/provenance",
+                                   params=params).json())
+        except NotFound:
+            return None
+
+    def keys(self) -> list[dict[str, str]]:
+        """``GET /v1/keys``: the server's public keys (fetching them is not trusting them)."""
+        return list(self._send("GET", "/v1/keys").json())
 
     def load(self, graph: GraphInput, device: str = "auto", *,
              options: dict[str, Any] | None = None,
@@ -442,9 +493,10 @@ class AsyncClient(_Base):
         transport: httpx.AsyncBaseTransport | None = None,
         raw_threshold: int = RAW_BODY_THRESHOLD,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        trusted_keys: Sequence[str | bytes] | None = None,
     ) -> None:
         super().__init__(base_url, token=token, timeout=timeout, retry=retry, cache_dir=cache_dir,
-                         raw_threshold=raw_threshold)
+                         raw_threshold=raw_threshold, trusted_keys=trusted_keys)
         self._sleep = sleep
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers,
                                        timeout=timeout, transport=transport)
@@ -516,8 +568,22 @@ class AsyncClient(_Base):
         res = await self.compile(data, targets=[target], options=options, format=format or fmt)
         a = _one_artifact(res)
         blob = await self.fetch(a.digest)
-        self.cache.put_result(key, _record(a))
-        return blob, _record(a)
+        rec = _record(a, res)
+        if self.trusted is not None:
+            rec["provenance"] = await self.provenance(a.digest, key=a.key)
+            self._check(blob, rec)
+        self.cache.put_result(key, rec)
+        return blob, rec
+
+    async def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
+        """See ``Client.provenance``."""
+        params = {"key": key} if key else None
+        try:
+            resp = await self._send("GET", f"/v1/artifacts/{_hex_of(digest)}/provenance",
+                                    params=params)
+        except NotFound:
+            return None
+        return dict(resp.json())
 
     async def load(self, graph: GraphInput, device: str = "auto", *,
                    options: dict[str, Any] | None = None,

@@ -75,6 +75,7 @@ __all__ = [
     "check_statement",
     "default_signing_key_file",
     "pae",
+    "verify_artifact",
 ]
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -241,6 +242,23 @@ def check_statement(
             f"the provenance is for graph {ext.get('graph_digest')}, not {graph_digest}",
             detail={"provenance": ext.get("graph_digest"), "expected": graph_digest},
         )
+
+
+def verify_artifact(
+    ring: KeyRing, data: bytes, envelope: Mapping[str, Any] | None, *,
+    target: str | None = None, graph_digest: str | None = None,
+) -> dict[str, Any]:
+    """The verified in-toto statement for ``data``; IntegrityError (saying why) when the
+    envelope is missing, signed by no trusted key, tampered, about other bytes, or for another
+    target or graph."""
+    if envelope is None:
+        raise IntegrityError(
+            "the artifact has no provenance, and trusted keys are configured: refusing it"
+        )
+    stmt = ring.open(envelope)
+    check_statement(stmt, sha256=hashlib.sha256(data).hexdigest(), target=target,
+                    graph_digest=graph_digest)
+    return stmt
 
 
 class Signer:

@@ -207,7 +207,7 @@ router.add_api_route(
 )
 async def get_provenance(
     request: Request,
-    hex: str,  # noqa: A002 - API.md's name
+    hex: str,
     key: Annotated[str | None, Query(description="hex compile key")] = None,
 ) -> Response:
     svc = _service(request)

@@ -125,3 +125,127 @@ def test_a_record_edited_on_disk_or_in_redis_never_serves_foreign_bytes(
     r.close()
     # And B was never disturbed.
     assert httpx.get(srv.url + b["url"]).status_code == 200
+
+
+# -- the SDK and `kiln verify` -------------------------------------------------------------------
+
+class Meddler(httpx.BaseTransport):
+    """Between the SDK and the real server: forwards every request, then alters one kind of
+    answer the way a man in the middle (or a poisoned cache or CDN) would."""
+
+    def __init__(self, mode: str, *, other: dict[str, Any] | None = None) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.mode, self.other = mode, other
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = self.inner.handle_request(request)
+        path = request.url.path
+        body = resp.read()
+        if path.endswith("/provenance") and self.mode != "bytes":
+            if self.mode == "swapped":  # another artifact's genuine, signed provenance
+                body = json.dumps(self.other).encode()
+            elif self.mode == "unsigned":
+                body = json.dumps({**json.loads(body), "signatures": []}).encode()
+            elif self.mode == "missing":
+                err = {"error": {"code": "not_found", "message": "no provenance", "detail": None}}
+                return httpx.Response(404, json=err)
+        elif self.mode == "bytes" and path.startswith("/v1/artifacts/") and len(body) > 200:
+            body = body[:100] + bytes([body[100] ^ 1]) + body[101:]
+        headers = {k: v for k, v in resp.headers.items()
+                   if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")}
+        return httpx.Response(resp.status_code, headers=headers, content=body)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _server_pem(srv: KilnServer) -> str:
+    pem: str = srv.client().get("/v1/keys").json()[0]["public_key_pem"]
+    return pem
+
+
+def test_the_sdk_verifies_before_loading(srv: KilnServer, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from kiln import IntegrityError
+    from kiln.client import Client
+    from kiln.provenance import Signer
+    from kiln.resolver import Candidate
+
+    cpu = [Candidate("cpu", "local-task")]
+    pem = _server_pem(srv)
+    with Client(srv.url, trusted_keys=[pem], cache_dir=tmp_path / "good") as c:
+        mod = c.load(LINALG, candidates=cpu)
+        assert mod.target == "cpu:x86_64:generic"
+        other = c.provenance(c.artifact(TOSA, "cpu")[1]["digest"])
+    # From KILN_TRUSTED_KEYS too (a path list).
+    (tmp_path / "server.pem").write_text(pem)
+    monkeypatch.setenv("KILN_TRUSTED_KEYS", str(tmp_path / "server.pem"))
+    with Client(srv.url, cache_dir=tmp_path / "env") as c:
+        assert c.trusted is not None and c.artifact(LINALG, "cpu")[1]["provenance"]
+    monkeypatch.delenv("KILN_TRUSTED_KEYS")
+
+    cases = {
+        "bytes": ("tampered", pem),
+        "swapped": ("not these bytes", pem),
+        "unsigned": ("not signed", pem),
+        "missing": ("no provenance", pem),
+        "unknown-key": ("unknown key", Signer.generate().trusted.pem),
+    }
+    for mode, (why, key) in cases.items():
+        cache = tmp_path / f"c-{mode}"
+        with (Client(srv.url, trusted_keys=[key], cache_dir=cache,
+                     transport=Meddler(mode, other=other)) as c,
+              pytest.raises(IntegrityError) as err):
+            c.load(LINALG, candidates=cpu)
+        message = err.value.message
+        assert why in message or (mode == "bytes" and "arrived with" in message), (mode, message)
+        assert not list(cache.rglob("results/*/*.json")), mode  # nothing kept, nothing loaded
+
+
+def test_kiln_build_writes_provenance_that_kiln_verify_checks(
+    srv: KilnServer, tmp_path: Path
+) -> None:
+    import io
+
+    from kiln.cli import main
+    from kiln.provenance import Signer
+
+    (tmp_path / "a.mlir").write_text(LINALG)
+    (tmp_path / "b.mlir").write_text(TOSA)
+    (tmp_path / "kiln.toml").write_text(
+        '[[models]]\nname = "a"\npath = "a.mlir"\ntargets = ["cpu"]\n'
+        '[[models]]\nname = "b"\npath = "b.mlir"\ntargets = ["cpu"]\n'
+    )
+    out = tmp_path / "out"
+    assert main(["build", str(tmp_path / "kiln.toml"), "-o", str(out), "--server", srv.url,
+                 "--no-progress"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    a, b = manifest["artifacts"]
+    assert a["provenance"] == a["path"] + ".provenance.json"
+    key = tmp_path / "server.pem"
+    key.write_text(_server_pem(srv))
+    stranger = tmp_path / "stranger.pem"
+    stranger.write_text(Signer.generate().trusted.pem)
+
+    def verify(*args: str) -> tuple[int, str]:
+        o, e = io.StringIO(), io.StringIO()
+        return main(["verify", *args], stdout=o, stderr=e), o.getvalue() + e.getvalue()
+
+    exe_a = str(out / a["path"])
+    code, text = verify(exe_a, "--key", str(key), "--target", "cpu:x86_64:generic")
+    assert code == 0 and text.startswith("verified: "), text
+    tampered = tmp_path / "tampered.vmfb"
+    data = bytearray((out / a["path"]).read_bytes())
+    data[100] ^= 1
+    tampered.write_bytes(data)
+    refusals = {
+        "not these bytes": (str(tampered), "--provenance", str(out / a["provenance"])),
+        "a swapped or foreign": (exe_a, "--provenance", str(out / b["provenance"])),
+        "unknown key": (exe_a,),
+        "no provenance": (str(tampered),),
+        "for target": (exe_a, "--target", "vulkan:generic"),
+    }
+    for why, args in refusals.items():
+        k = str(stranger) if why == "unknown key" else str(key)
+        code, text = verify(*args, "--key", k)
+        assert code == 1 and "integrity_error" in text and why in text, (why, text)
