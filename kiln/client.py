@@ -20,6 +20,10 @@ Trust (docs/trust.md): with ``trusted_keys=[pem, ...]`` (or ``KILN_TRUSTED_KEYS=
 kept or loaded, that a trusted key signed it, that its subject is these bytes' sha256, and that
 its target and graph digest are the ones the server answered; a missing, unsigned, foreign or
 tampered provenance raises ``IntegrityError``. Without keys nothing is checked beyond the digest.
+
+Every request names the installed IREE runtime (``X-Kiln-Runtime``); a server whose compiler
+makes executables that runtime cannot load answers ``IncompatibleRuntime`` (409), whose message
+says which runtime versions it can serve and what to install.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import asyncio
 import base64
 import email.utils
 import hashlib
+import importlib.metadata
 import os
 import re
 import time
@@ -225,6 +230,14 @@ def _trusted(keys: Sequence[str | bytes] | None) -> KeyRing | None:
     return KeyRing.from_files(paths) if paths else None
 
 
+def runtime_version() -> str | None:
+    """The installed ``iree-base-runtime`` version (without importing it); None if absent."""
+    try:
+        return importlib.metadata.version("iree-base-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 # Errors after which load() tries the next candidate: this target cannot be built or run here.
 _FALLBACK = (CompileError, UnsupportedTarget, NotFound)
 
@@ -249,6 +262,9 @@ class _Base:
         self.raw_threshold = raw_threshold
         self._timeout = timeout
         self._headers = {"User-Agent": "kiln-client/0.1", "Accept": "application/json"}
+        runtime = runtime_version()
+        if runtime:  # the server refuses (409 incompatible_runtime) what this cannot load
+            self._headers["X-Kiln-Runtime"] = runtime
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
 

@@ -32,6 +32,7 @@ class RemoteArtifact:
     flags: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (see docs/performance.md)
+    runtime: tuple[str, ...] = ()  # IREE runtime versions it loads on, e.g. ("3.13.x",)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RemoteArtifact:
@@ -46,6 +47,7 @@ class RemoteArtifact:
             flags=tuple(d.get("flags") or ()),
             warnings=tuple(d.get("warnings") or ()),
             rewrites=tuple(d.get("rewrites") or ()),
+            runtime=tuple(d.get("runtime") or ()),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -60,6 +62,7 @@ class RemoteArtifact:
             "flags": list(self.flags),
             "rewrites": list(self.rewrites),
             "warnings": list(self.warnings),
+            "runtime": list(self.runtime),
         }
 
 

@@ -14,7 +14,10 @@ Every error carries a stable, machine-readable ``code`` (the API contract's erro
     ├── Unauthorized                unauthorized
     ├── Overloaded                  overloaded
     ├── NotFound                    not_found
-    ├── IntegrityError              integrity_error  (a blob whose bytes do not match its digest)
+    ├── IntegrityError              integrity_error  (bytes that do not match their digest, or a
+    │                                                 provenance that does not verify)
+    ├── IncompatibleRuntime         incompatible_runtime (409: the client's IREE runtime cannot
+    │                                                 load this server's compiler's output)
     ├── CacheUnavailable            cache_unavailable (a remote cache backend is down)
     ├── InsufficientStorage         insufficient_storage (507: the cache directory is full)
     ├── ConnectionFailed            unavailable      (client: the server could not be reached)
@@ -31,6 +34,7 @@ __all__ = [
     "CompileError",
     "CompileTimeout",
     "Diagnostic",
+    "IncompatibleRuntime",
     "InsufficientStorage",
     "IntegrityError",
     "InvalidGraph",
@@ -198,6 +202,16 @@ class IntegrityError(KilnError):
     http_status = 502
 
 
+class IncompatibleRuntime(KilnError):
+    """The runtime named by ``X-Kiln-Runtime`` cannot load what this server's compiler makes.
+
+    ``detail``: ``runtime`` (the client's), ``compiler`` (the server's IREE version) and
+    ``supported`` (the runtime versions the server can serve, e.g. ``["3.13.x"]``)."""
+
+    code = "incompatible_runtime"
+    http_status = 409
+
+
 class CacheUnavailable(KilnError):
     code = "cache_unavailable"
     http_status = 503
@@ -248,6 +262,7 @@ _BY_CODE: dict[str, type[KilnError]] = {
         Overloaded,
         NotFound,
         IntegrityError,
+        IncompatibleRuntime,
         CacheUnavailable,
         ConnectionFailed,
         LoadFailed,

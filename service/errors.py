@@ -43,7 +43,8 @@ class ErrorInfo(BaseModel):
     code: str = Field(
         description="stable machine-readable code: invalid_request, invalid_graph, "
         "unsupported_target, compile_failed, compile_timeout, too_large, unauthorized, "
-        "overloaded, not_found, internal, insufficient_storage; cache_unavailable (only /readyz: the cache "
+        "overloaded, not_found, internal, insufficient_storage, incompatible_runtime, "
+        "integrity_error; cache_unavailable (only /readyz: the cache "
         "directory or Redis is not usable)",
         examples=["unsupported_target"],
     )
@@ -66,6 +67,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: _doc("invalid_request, invalid_graph or unsupported_target"),
     401: _doc("unauthorized: missing or wrong bearer token"),
     404: _doc("not_found"),
+    409: _doc("incompatible_runtime: X-Kiln-Runtime names a runtime that cannot load this "
+              "server's executables (detail.supported lists those it can serve)"),
     413: _doc("too_large: the request body exceeds the limit"),
     422: _doc("compile_failed or compile_timeout (every target failed)"),
     500: _doc("internal"),

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from kiln.errors import InvalidRequest, KilnError, NotFound
+from kiln.errors import IncompatibleRuntime, InvalidRequest, KilnError, NotFound
 from kiln.fair_queue import TENANT
 
 from .errors import ERROR_RESPONSES
@@ -31,6 +31,7 @@ __all__ = ["router"]
 
 router = APIRouter()
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:[.\w+-]*)$")
 
 _RAW_DOC = (
     "Send the graph either as JSON (`application/json`, CompileRequest) or as the raw request "
@@ -99,6 +100,8 @@ async def compile_graph(
             f"unsupported Content-Type {ctype[:64]!r}: use application/json or "
             "application/octet-stream"
         )
+    supported = _runtime_check(request.headers.get("x-kiln-runtime"),
+                               svc.pipeline.compiler.version)
     # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
     tenant = TENANT.set(_tenant(request))
     try:
@@ -108,7 +111,38 @@ async def compile_graph(
         )
     finally:
         TENANT.reset(tenant)
+    for art in result["artifacts"]:
+        art["runtime"] = supported
     return _json(result)
+
+
+def _series(version: str) -> str | None:
+    """``3.13`` of ``3.13.0``, ``3.13.0rc20261016`` or ``3.13``; None if it is no version."""
+    m = _VERSION.match(version.strip())
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+
+
+def _runtime_check(runtime: str | None, compiler_version: str) -> list[str]:
+    """The runtime versions this server's executables load on (IREE loads a compiler's output
+    only on a runtime of the same major.minor); raises ``IncompatibleRuntime`` when the client's
+    ``X-Kiln-Runtime`` is another series, before any work."""
+    series = _series(compiler_version)
+    supported = [f"{series}.x"] if series else []
+    if runtime is None or series is None:
+        return supported
+    got = _series(runtime)
+    if got is None:
+        raise InvalidRequest(
+            f"X-Kiln-Runtime must be an IREE runtime version such as 3.13.0, not {runtime[:40]!r}"
+        )
+    if got != series:
+        raise IncompatibleRuntime(
+            f"this server compiles with IREE {compiler_version}, whose executables load only on "
+            f"IREE runtime {series}.x; your runtime is {runtime}: install "
+            f"iree-base-runtime=={series}.* or use a Kiln server whose compiler is IREE {got}",
+            detail={"runtime": runtime, "compiler": compiler_version, "supported": supported},
+        )
+    return supported
 
 
 def _tenant(request: Request) -> str:

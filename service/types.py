@@ -58,6 +58,10 @@ class ArtifactOut(BaseModel):
         "empty: the flags alone reproduce it",
     )
     warnings: list[str]
+    runtime: list[str] = Field(
+        default_factory=list,
+        description="IREE runtime versions this executable loads on, e.g. [\"3.13.x\"]",
+    )
 
 
 class TargetErrorOut(BaseModel):

@@ -249,3 +249,30 @@ def test_kiln_build_writes_provenance_that_kiln_verify_checks(
         k = str(stranger) if why == "unknown key" else str(key)
         code, text = verify(*args, "--key", k)
         assert code == 1 and "integrity_error" in text and why in text, (why, text)
+
+
+def test_a_runtime_of_another_series_gets_409_and_the_sdk_says_what_to_install(
+    srv: KilnServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kiln.client
+    from kiln.errors import IncompatibleRuntime
+
+    c = srv.client()
+    body = {"graph": {"format": "mlir", "data": LINALG}, "targets": ["cpu"]}
+    ok = c.post("/v1/compile", json=body, headers={"X-Kiln-Runtime": "3.13.7"})
+    assert ok.status_code == 200 and ok.json()["artifacts"][0]["runtime"] == ["3.13.x"]
+    r = c.post("/v1/compile", json=body, headers={"X-Kiln-Runtime": "3.12.0"})
+    assert r.status_code == 409
+    err = r.json()["error"]
+    assert err["code"] == "incompatible_runtime"
+    assert err["detail"]["supported"] == ["3.13.x"] and err["detail"]["runtime"] == "3.12.0"
+    bad = c.post("/v1/compile", json=body, headers={"X-Kiln-Runtime": "latest"})
+    assert bad.status_code == 400
+
+    # The SDK sends the installed runtime's version; with another series it explains.
+    assert (kiln.client.runtime_version() or "").startswith("3.13.")
+    monkeypatch.setattr(kiln.client, "runtime_version", lambda: "3.14.1")
+    with kiln.client.Client(srv.url) as sdk, pytest.raises(IncompatibleRuntime) as exc:
+        sdk.compile(LINALG, targets=["cpu"])
+    assert "iree-base-runtime==3.13.*" in exc.value.message
+    assert exc.value.detail["supported"] == ["3.13.x"]
