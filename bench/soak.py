@@ -66,17 +66,16 @@ def _bad_corpus() -> list[tuple[dict[str, Any], set[int]]]:
 class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
     counts: dict[str, int] = field(default_factory=lambda: {"hit": 0, "miss": 0, "bad": 0})
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the first 50, as samples
+    n_errors: int = 0
     hit_ms: list[float] = field(default_factory=list)
     handed_out: dict[str, str] = field(default_factory=dict)  # url -> digest
 
     def error(self, msg: str) -> None:
         with self.lock:
+            self.n_errors += 1
             if len(self.errors) < 50:
                 self.errors.append(msg)
-            else:
-                self.errors.append("...")
-                del self.errors[50:-1]
 
 
 def _rss_tree(pid: int) -> int:
@@ -151,8 +150,10 @@ def client_loop(url: str, seed: int, stop: float, tally: Tally, bad: list[Any]) 
 def soak(minutes: float, clients: int, workers: int, tmp: Path) -> dict[str, Any]:
     tally = Tally()
     bad = _bad_corpus()
+    # Every client here is 127.0.0.1: one "client" to the per-client caps, so lift them.
     with kiln_server(tmp, workers=workers, max_queue=64, access_log=False,
-                     max_connections_per_client=clients + 8) as srv:
+                     max_connections_per_client=clients + 8,
+                     max_queue_per_client=clients + 8) as srv:
         with httpx.Client(base_url=srv.url, timeout=300) as c:
             for i in range(HOT):  # warm: the hot set is compiled once
                 _compile(c, graph(i), tally)
@@ -179,7 +180,7 @@ def soak(minutes: float, clients: int, workers: int, tmp: Path) -> dict[str, Any
     last = [b for s, b in rss if s >= rss[-1][0] - span] or [rss[-1][1]]
     hit = sorted(tally.hit_ms)
     return {
-        "counts": tally.counts, "errors": tally.errors, "lost": lost,
+        "counts": tally.counts, "errors": tally.errors, "n_errors": tally.n_errors, "lost": lost,
         "artifacts": len(tally.handed_out), "alive": alive,
         "hit_p50": statistics.median(hit) if hit else float("nan"),
         "hit_p99": hit[int(0.99 * (len(hit) - 1))] if hit else float("nan"),
@@ -200,13 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         r = soak(args.minutes, args.clients, args.workers, Path(tmp))
     growth = r["rss_last"] / r["rss_first"] - 1
-    ok = not r["errors"] and r["lost"] == 0 and growth < 0.10 and r["alive"]
+    ok = r["n_errors"] == 0 and r["lost"] == 0 and growth < 0.10 and r["alive"]
     n = sum(r["counts"].values())
     table = "\n".join([
         "| figure | value | goal |", "|---|---|---|",
         f"| requests (hit / miss / bad input) | {n} ({r['counts']['hit']} / "
         f"{r['counts']['miss']} / {r['counts']['bad']}) | |",
-        f"| errors | **{len(r['errors'])}** | 0 |",
+        f"| errors | **{r['n_errors']}** | 0 |",
         f"| artifacts handed out, re-fetched and verified at the end | {r['artifacts']}, "
         f"lost **{r['lost']}** | 0 lost |",
         f"| hit POST /v1/compile + GET, p50 / p99 | {r['hit_p50']:.1f} / "

@@ -218,7 +218,7 @@ class CompileService:
         overloaded = [e.error for e in errors if isinstance(e.error, Overloaded)]
         if overloaded:
             raise Overloaded(
-                "every compile worker is busy and the compile queue is full; retry later",
+                overloaded[0].message,  # the queue, or this client's share of it, is full
                 retry_after=self.retry_after,
                 detail={"compiled_or_cached": [a.target for a in artifacts]},
             )
