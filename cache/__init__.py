@@ -366,19 +366,22 @@ def open_cache(
     redis_retry_interval: float = 1.0,
     metrics_hook: Callable[[str], None] | None = None,
     authority: RecordAuthority | None = None,
+    accept_blob: Callable[[bytes], bool] | None = None,
 ) -> ArtifactCache:
     """Disk only (default; ``cache_dir`` or ``$KILN_CACHE_DIR`` or the user cache dir), tiered
     disk+Redis when ``redis_url`` is given, Redis only with ``disk=False``.
 
     Opening never contacts Redis, so it succeeds while Redis is down. ``authority`` signs new
     records and authenticates every record read (``kiln.provenance.Authority``); without one,
-    records are neither signed nor checked.
+    records are neither signed nor checked. ``accept_blob`` (e.g. ``kiln.runtime.is_executable``)
+    guards blobs copied between the tiers.
     """
     local = DiskStorage(cache_dir, max_size=max_size) if disk else None
     remote = RedisStorage(redis_url, retry_interval=redis_retry_interval) if redis_url else None
     storage: Storage
     if local is not None and remote is not None:
         storage = TieredStorage(local, remote, write_policy=write_policy)
+        storage.accept_blob = accept_blob
     elif local is not None:
         storage = local
     elif remote is not None:

@@ -53,6 +53,9 @@ class TieredStorage:
         self.write_policy = write_policy
         self.pending_dir = local.base / "remote-pending"
         self._pending = self.pending_dir.is_dir() and any(self.pending_dir.iterdir())
+        #: Blobs copied between tiers must pass this (e.g. ``kiln.runtime.is_executable`` on
+        #: their head); None copies any blob that verifies.
+        self.accept_blob: Callable[[bytes], bool] | None = None
         self._catch_up_lock = threading.Lock()
         self._catch_up_at = 0.0
 
@@ -69,6 +72,8 @@ class TieredStorage:
         except CacheUnavailable:
             return None
         if hit is not None and hit.data is not None:
+            if not self._acceptable(hit.data, hit.record.digest):
+                return None
             try:
                 self.local.put(hit.record, hit.data)  # backfill
             except OSError as exc:
@@ -102,9 +107,17 @@ class TieredStorage:
             data = self.remote.get_blob(digest)
         except CacheUnavailable:
             return None
+        if data is not None and not self._acceptable(data, digest):
+            return None
         if data is not None:
             self.local.put_blob(digest, data)
         return data
+
+    def _acceptable(self, data: bytes, digest: str) -> bool:
+        if self.accept_blob is None or self.accept_blob(data):
+            return True
+        log.warning("kiln cache: not copying redis blob %s to disk: not an executable", digest)
+        return False
 
     def blob_path(self, digest: str) -> Path | None:
         """The local file, fetching the blob from Redis into the local tier first if needed."""
@@ -221,6 +234,8 @@ class TieredStorage:
             marker = self.pending_dir / key
             rec = self.local.get_record(key)
             data = self.local.get_blob(rec.digest) if rec is not None else None
+            if rec is not None and data is not None and not self._acceptable(data, rec.digest):
+                data = None
             if rec is not None and data is not None:
                 try:
                     self.remote.put(rec, data)

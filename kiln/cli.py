@@ -146,14 +146,19 @@ def _compile(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int
     if args.server:
         from kiln.client import Client
 
+        from kiln.provenance import verify_artifact
+
         with Client(args.server, token=args.token) as client:
             result = client.compile(data, targets=args.target, options=options or None,
                                     format=args.format)
-            artifacts = [
-                (a.target, a.digest, a.size, a.cached, a.compile_seconds, a.flags,
-                 client.fetch(a.digest))
-                for a in result.artifacts
-            ]
+            artifacts = []
+            for a in result.artifacts:
+                blob = client.fetch(a.digest)
+                if client.trusted is not None:  # KILN_TRUSTED_KEYS: nothing unverified is written
+                    verify_artifact(client.trusted, blob, client.provenance(a.digest, key=a.key),
+                                    target=a.target, graph_digest=result.graph_digest)
+                artifacts.append((a.target, a.digest, a.size, a.cached, a.compile_seconds,
+                                  a.flags, blob))
             errors = [(e.target, e.error) for e in result.errors]
             summary = result.to_json()
     else:

@@ -25,19 +25,37 @@ from __future__ import annotations
 import functools
 import os
 import re
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LoadedModule", "driver_for_target", "load_vmfb"]
+__all__ = ["EXECUTABLE_HEAD_BYTES", "LoadedModule", "driver_for_target", "is_executable",
+           "load_vmfb"]
 
 # How long a call polls before it blocks on its fence (see the module docstring).
 POLL_BUDGET_S = 0.25
 _CCONV = re.compile(r"\((\w*)\)")
 _SCALAR_KINDS = frozenset("iIfF")  # VM calling convention: i32, i64, f32, f64
 _DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip", "metal": "metal"}
+
+
+#: How many leading bytes ``is_executable`` needs.
+EXECUTABLE_HEAD_BYTES = 512
+
+
+def is_executable(head: bytes) -> bool:
+    """Whether ``head`` (a file's first ``EXECUTABLE_HEAD_BYTES`` bytes, or all of it) starts an
+    IREE executable: the ``.vmfb`` zip wrapper whose first entry is ``module.fb``, or a bare
+    (optionally size-prefixed) FlatBuffer, each with the ``IREE`` file identifier. A cheap format
+    check, not a validation: a stored blob that fails it is never served."""
+    if head[:4] == b"PK\x03\x04" and len(head) >= 30:
+        name_len, extra_len = struct.unpack("<HH", head[26:30])
+        data = 30 + name_len + extra_len
+        return head[30 : 30 + name_len] == b"module.fb" and b"IREE" in head[data + 4 : data + 12]
+    return head[4:8] == b"IREE" or head[8:12] == b"IREE"
 
 
 def driver_for_target(target: str) -> str:

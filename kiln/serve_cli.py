@@ -35,6 +35,8 @@ _FLAGS: dict[str, str] = {
     "max_connections_per_client": "KILN_MAX_CONNECTIONS_PER_CLIENT",
     "max_queue": "KILN_MAX_QUEUE",
     "tokens_file": "KILN_TOKENS_FILE",
+    "signing_key_file": "KILN_SIGNING_KEY_FILE",
+    "verify_keys_files": "KILN_VERIFY_KEYS_FILES",
     "http_workers": "KILN_HTTP_WORKERS",
     "worker_memory_bytes": "KILN_WORKER_MEMORY_BYTES",
     "shutdown_timeout": "KILN_SHUTDOWN_TIMEOUT",
@@ -66,6 +68,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help="open connections per client address, 0 = no cap (KILN_MAX_CONNECTIONS_PER_CLIENT)")
     a("--max-queue", type=int, help="compile jobs that may wait for a worker (KILN_MAX_QUEUE)")
     a("--tokens-file", help="bearer tokens, one per line (KILN_TOKENS_FILE; or KILN_TOKENS)")
+    a("--signing-key-file", help="Ed25519 key signing every artifact's provenance, created 0600 "
+      "when missing (KILN_SIGNING_KEY_FILE, default ~/.config/kiln/signing-key.pem; docs/trust.md)")
+    a("--verify-keys-files", help="further trusted public keys, comma separated: rotated keys "
+      "(KILN_VERIFY_KEYS_FILES)")
     a("--http-workers", type=int, help="uvicorn worker processes (KILN_HTTP_WORKERS, default 1)")
     a("--worker-memory-bytes", type=int, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
     a("--shutdown-timeout", type=float, help="grace for in-flight requests, s (KILN_SHUTDOWN_TIMEOUT)")
@@ -112,6 +118,14 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
             file=stdout,
         )
         return 0
+    from kiln.errors import KilnError
+    from kiln.provenance import Authority, split_paths
+
+    try:  # the key is created here, once, before any HTTP worker starts
+        Authority.from_files(settings.signing_key_file, split_paths(settings.verify_keys_files))
+    except KilnError as exc:
+        print(f"kiln serve: {exc.code}: {exc.message}", file=stderr)
+        return 2
     return serve(settings)
 
 

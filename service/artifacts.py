@@ -16,7 +16,9 @@ Where the bytes come from, fastest first:
 
 The ``hex`` is checked against ``^[0-9a-f]{64}$`` before any file system access: anything else
 (``../..``, ``%2e%2e``, upper case, a ``sha256:`` prefix) is 404 ``not_found`` and never becomes a
-path. A blob that is absent or fails verification is 404 ``not_found``.
+path. A blob that is absent or fails verification, or is not an IREE executable
+(``kiln.runtime.is_executable``: bytes someone stored under their own sha256), is 404
+``not_found``.
 
 ``Range`` is honoured whatever the blob's size (a resumed download of a 47 MB executable and of a
 13 kB one behave alike): one range ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` answers 206 with
@@ -38,6 +40,7 @@ from starlette.responses import FileResponse, Response
 
 from kiln.cache import ArtifactCache
 from kiln.errors import NotFound
+from kiln.runtime import EXECUTABLE_HEAD_BYTES, is_executable
 
 from .metrics import Metrics
 
@@ -91,7 +94,7 @@ class ArtifactServer:
         data = self._memory(hex_digest)
         if data is None:
             path = self.cache.blob_path(hex_digest)
-            if path is None:
+            if path is None or not _executable_file(path):
                 raise NotFound(f"no artifact sha256:{hex_digest}", detail={"digest": hex_digest})
             data = self._load(hex_digest, path)
             if data is None:
@@ -195,6 +198,14 @@ class ArtifactServer:
         entry = self._mem.pop(hex_digest, None)
         if entry is not None:
             self._mem_bytes -= len(entry[0])
+
+
+def _executable_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return is_executable(f.read(EXECUTABLE_HEAD_BYTES))
+    except OSError:
+        return False
 
 
 def _byte_range(header: str, size: int) -> tuple[int, int] | str | None:

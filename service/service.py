@@ -15,6 +15,7 @@ from typing import Any
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
 from kiln.pipeline import Pipeline
 from kiln.provenance import Authority, split_paths
+from kiln.runtime import is_executable
 from kiln.targets import describe_targets
 from kiln.targets.options import OPTIONS
 from kiln.targets.toolchain import compiler_identity, iree_compile_path
@@ -42,6 +43,7 @@ class Service:
         )
         self.cache: ArtifactCache = open_cache(
             authority=self.authority,
+            accept_blob=is_executable,
             cache_dir=self.cache_dir,
             redis_url=s.redis_url,
             max_size=s.cache_max_bytes,

@@ -276,3 +276,24 @@ def test_a_runtime_of_another_series_gets_409_and_the_sdk_says_what_to_install(
         sdk.compile(LINALG, targets=["cpu"])
     assert "iree-base-runtime==3.13.*" in exc.value.message
     assert exc.value.detail["supported"] == ["3.13.x"]
+
+
+def test_bytes_stored_under_their_own_sha256_are_not_served_unless_an_executable(
+    srv: KilnServer, redis_srv: RedisServer
+) -> None:
+    junk = b"#!/bin/sh\necho not an executable\n" * 20
+    hexd = hashlib.sha256(junk).hexdigest()
+    path = srv.cache_dir / "v1" / "cas" / hexd[:2] / hexd
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(junk)
+    c = srv.client()
+    assert c.get(f"/v1/artifacts/{hexd}").status_code == 404
+    # The same bytes in Redis only: not copied into the disk tier, not served.
+    path.unlink()
+    r = redis.Redis.from_url(redis_srv.url)
+    r.set(f"kiln:v1:cas:{hexd}", junk)
+    assert c.get(f"/v1/artifacts/{hexd}").status_code == 404
+    assert not path.exists()
+    r.close()
+    exe = compile_one(srv, LINALG)["artifacts"][0]
+    assert c.get(exe["url"]).status_code == 200
