@@ -16,7 +16,10 @@ text (nothing else changes):
 (``stablehlo/tools/StablehloTranslateMain.cpp``): ``expect_eq`` exact (NaN equals NaN),
 ``expect_almost_eq`` ``|actual - expected| <= 1e-3`` (non-finite values must be equal),
 ``expect_close`` at most 3 ULP apart (non-finite values bitwise equal, NaN equals NaN; a complex
-value by the larger of its parts' distances). Shapes and dtypes must match exactly.
+value by the larger of its parts' distances). Shapes and dtypes must match exactly, and the
+dtype must be the one the case declares (``declared_dtype``): an executable that changed the
+function's types (IREE demotes f64 to f32 unless told not to, and always for Vulkan) fails, as in
+the ONNX suite, even where its f32 values match ``expected()`` demoted the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CaseError", "Check", "Runnable", "compare", "runnable", "split_types"]
+__all__ = ["CaseError", "Check", "Runnable", "compare", "declared_dtype", "runnable",
+           "split_types"]
 
 ALMOST_EQ_TOLERANCE = 1e-3
 MAX_ULP = 3
@@ -140,6 +144,22 @@ def runnable(text: str) -> Runnable:
 
 # -- comparison ----------------------------------------------------------------------------------
 
+_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+           "i1": "bool", "complex<f32>": "complex64", "complex<f64>": "complex128",
+           **{f"{s}i{w}": f"{'u' if s == 'u' else ''}int{w}"
+              for s in ("", "u", "si") for w in (8, 16, 32, 64)}}
+
+
+def declared_dtype(mlir_type: str) -> str | None:
+    """The numpy dtype name of a ``tensor<...xELEM>`` type (``"bfloat16"`` as ml_dtypes names
+    it); None for an element type numpy does not carry."""
+    inner = mlir_type.strip().removeprefix("tensor<").removesuffix(">")
+    if inner.endswith(">"):  # complex<...>
+        elem = inner[inner.rfind("complex<"):]
+    else:
+        elem = inner.rsplit("x", 1)[-1]
+    return _DTYPES.get(elem)
+
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -171,8 +191,13 @@ def _parts(a: np.ndarray) -> list[np.ndarray]:
 
 
 def compare(kind: str, got: np.ndarray, want: np.ndarray) -> str | None:
-    """None when ``got`` satisfies the check against ``want``; else what differs, in words."""
-    got, want = np.asarray(got), np.asarray(want)
+    """None when ``got`` satisfies the check against ``want``; else what differs, in words.
+    Never warns: NaN and infinities are values here, not errors."""
+    with np.errstate(all="ignore"):
+        return _compare(kind, np.asarray(got), np.asarray(want))
+
+
+def _compare(kind: str, got: np.ndarray, want: np.ndarray) -> str | None:
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, expected {want.dtype}"
     if got.shape != want.shape:

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from tests.conformance.isolated import IsolatedChild, TaskCrashed, TaskFailed, TaskTimeout
 from tests.conformance.runner import RAW_FLAGS
-from tests.conformance.stablehlo.cases import CaseError, Runnable, compare, runnable
+from tests.conformance.stablehlo.cases import (
+    CaseError,
+    Runnable,
+    compare,
+    declared_dtype,
+    runnable,
+)
 
 if TYPE_CHECKING:
     from kiln.pipeline import Pipeline
@@ -118,6 +124,10 @@ def execute(child: IsolatedChild, case: Runnable, vmfb: bytes, *, backend: str) 
         return CaseResult(Outcome.WRONG, f"{len(got)} results and {len(want)} expected values "
                                          f"for {len(case.checks)} checks")
     for i, (check, g, w) in enumerate(zip(case.checks, got, want, strict=True)):
+        declared = declared_dtype(check.type)
+        if declared is not None and str(getattr(g, "dtype", "")) != declared:
+            return CaseResult(Outcome.WRONG, f"result {i}: dtype {getattr(g, 'dtype', type(g))}, "
+                                             f"the case declares {declared} ({check.type})")
         diff = compare(check.kind, g, w)
         if diff is not None:
             return CaseResult(Outcome.WRONG, f"result {i}: {diff}")
