@@ -122,7 +122,9 @@ def kiln_server(
     root = base.mktemp("kiln-server") if isinstance(base, pytest.TempPathFactory) else Path(base)
     root.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(settings.pop("cache_dir", root / "cache"))
-    settings.setdefault("signing_key_file", root / "signing-key.pem")  # never ~/.config
+    # Never ~/.config; one key for the servers of a test (replicas sharing Redis must share it).
+    shared = base.getbasetemp() if isinstance(base, pytest.TempPathFactory) else root.parent
+    settings.setdefault("signing_key_file", shared / "signing-key.pem")
     for sub in ("work", "tmp"):
         (root / sub).mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
