@@ -601,6 +601,10 @@ class AsyncClient(_Base):
             return None
         return dict(resp.json())
 
+    async def keys(self) -> list[dict[str, str]]:
+        """See ``Client.keys``."""
+        return list((await self._send("GET", "/v1/keys")).json())
+
     async def load(self, graph: GraphInput, device: str = "auto", *,
                    options: dict[str, Any] | None = None,
                    candidates: Sequence[Candidate] | None = None) -> ClientModule:
