@@ -211,3 +211,27 @@ def test_a_record_edited_in_redis_is_a_miss_and_never_reaches_the_disk_tier(
         assert got.data == blob(1) and got.cached is False
         assert replica.lookup(key(2), load=True).source == "redis"  # type: ignore[union-attr]
     r.close()
+
+
+def test_malformed_envelopes_are_refused_with_a_reason_never_an_exception(
+    authority: Authority,
+) -> None:
+    import dataclasses
+
+    rec = _record(1, authority)
+    good = json.loads(authority.seal(key(1), rec))
+    kid = good["signatures"][0]["keyid"]
+    bad: list[Any] = [
+        {}, [], "x", {"payload": 1},
+        {**good, "signatures": [1]},
+        {**good, "signatures": [{"keyid": kid, "sig": "zz"}]},
+        {**good, "signatures": [{"keyid": kid}]},
+        {**good, "signatures": [{"keyid": kid, "sig": base64.b64encode(b"x" * 64).decode()}]},
+        {**good, "payload": base64.b64encode(b"[1, 2]").decode()},
+        {**good, "signatures": {"a": 1}},
+        {**good, "payloadType": 5},
+    ]
+    for env in bad:
+        why = authority.check(dataclasses.replace(rec, provenance=json.dumps(env)))
+        assert isinstance(why, str) and why, env
+    assert authority.check(dataclasses.replace(rec, provenance=json.dumps(good))) is None
