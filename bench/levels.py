@@ -250,6 +250,7 @@ def measure(name: str, level: str, *, presets: list[str], raw: bool, repeats: in
         "default_over_baseline": paired(default, baseline),
         "default_over_best": paired(default, best),
         "default_over_ort": paired(default, "ort"),
+        "block_ms": {k: [t * 1e3 for t in v] for k, v in times.items()},
     }
 
 
@@ -278,9 +279,12 @@ def report(entries: list[dict[str, Any]]) -> str:
                          f"compile failed: {failed} | | | | | | {'yes' if ok else 'NO'} |")
             continue
         flag = " **(>1.1)**" if e["default_over_best"] > 1.1 else ""
+        if "raw-im2col" in e["ms"]:
+            best += f"; raw-im2col {e['ms']['raw-im2col']:.1f} = default × " + format(
+                e["ms"]["raw-im2col"] / e["ms"][d], ".2f")
         lines.append(
             f"| {e['model']} | {e['level']} ({e['isa_level']}) | {d} | {e['ms'][d]:.1f} "
-            f"| {e['ms'][b]:.1f} | {e['ms'][best]:.1f} ({best}) "
+            f"| {e['ms'][b]:.1f} | {e['ms'][e['best']]:.1f} ({best}) "
             f"| {e['default_over_baseline']:.2f} | {e['default_over_best']:.2f}{flag} "
             f"| {e['default_over_ort']:.2f} | {'yes' if ok else 'NO'} |"
         )

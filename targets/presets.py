@@ -121,12 +121,18 @@ _ROCM_SPEC_ARCHS = ("gfx942", "gfx950")
 
 
 def model_class(traits: Mapping[str, int] | None) -> str:
-    """``"depthwise-cnn"`` (has depthwise convolutions), ``"cnn"`` (other convolutions),
-    ``"dense"`` (matmuls or attention, no convolution) or ``"other"``."""
+    """``"depthwise-cnn"`` (has depthwise convolutions), ``"cnn"`` (other convolutions, at least
+    as many as matmuls), ``"dense"`` (matmuls or attention outnumbering any convolutions: a
+    vision transformer's one patch-embedding convolution does not make it a CNN) or ``"other"``.
+
+    Measured (bench/cpu_matrix.py, zoo ``vit_tiny`` at haswell): as a CNN a ViT ran 2.6x the
+    baseline's time; ResNets, DenseNet, RegNet, U-Net and detection heads have 19-120
+    convolutions and at most one matmul.
+    """
     t = traits or {}
     if t.get("depthwise_conv", 0) > 0:
         return "depthwise-cnn"
-    if t.get("conv", 0) > 0:
+    if t.get("conv", 0) > 0 and t.get("conv", 0) >= t.get("matmul", 0):
         return "cnn"
     if t.get("matmul", 0) > 0 or t.get("attention", 0) > 0:
         return "dense"

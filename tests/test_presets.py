@@ -87,6 +87,10 @@ def test_trait_based_choice_for_conv_and_matmul_graphs() -> None:
     conv = preset_flags("cpu", "default", traits={"conv": 3, "matmul": 1}, **AVX512)
     dense = preset_flags("cpu", "default", traits={"matmul": 4, "attention": 2}, **AVX512)
     plain = preset_flags("cpu", "default", traits={})
+    # a vision transformer: one patch-embedding convolution among 97 matmuls
+    vit = preset_flags("cpu", "default", traits={"conv": 1, "matmul": 97, "attention": 12},
+                       **AVX512)
+    assert vit == dense
     assert CONV_ONLY in conv and "--iree-opt-data-tiling" in conv
     assert CONV_ONLY not in dense and "--iree-opt-data-tiling" in dense
     assert plain == ()  # nothing to tile: IREE's own defaults
