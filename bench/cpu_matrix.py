@@ -595,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true",
                     help="print the per-cell table and the losses from the JSON; run nothing")
     ap.add_argument("--record", action="store_true", help=f"write {SECTION!r} of RESULTS.md")
+    ap.add_argument("--note", default="", help="a paragraph recorded after the tables")
     args = ap.parse_args(argv)
     if not (args.report or args.record):
         started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -637,7 +638,8 @@ def main(argv: list[str] | None = None) -> int:
             f"Default loses (slower than baseline, or > 1.1× the best preset):\n\n"
             + ("\n".join(f"- {x}" for x in lost) or "- none")
             + "\n\nFailures (model, batch, level [presets]: status: first line):\n\n"
-            + ("\n".join(f"- {x}" for x in failures(state)) or "- none"))
+            + ("\n".join(f"- {x}" for x in failures(state)) or "- none")
+            + (f"\n\n{args.note}" if args.note else ""))
     return 0
 
 
