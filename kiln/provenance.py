@@ -502,7 +502,9 @@ def split_paths(value: str) -> list[str]:
 
 def _envelope(envelope: Mapping[str, Any] | str | bytes) -> Envelope:
     try:
-        data = json.loads(envelope) if isinstance(envelope, str | bytes) else dict(envelope)
+        # A deep copy: securesystemslib's from_dict consumes the dicts it is given.
+        text = envelope if isinstance(envelope, str | bytes) else json.dumps(envelope)
+        data = json.loads(text)
         if not isinstance(data, dict):
             raise TypeError("not an object")
         env = Envelope.from_dict(data)

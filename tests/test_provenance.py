@@ -235,3 +235,10 @@ def test_malformed_envelopes_are_refused_with_a_reason_never_an_exception(
         why = authority.check(dataclasses.replace(rec, provenance=json.dumps(env)))
         assert isinstance(why, str) and why, env
     assert authority.check(dataclasses.replace(rec, provenance=json.dumps(good))) is None
+
+
+def test_verifying_an_envelope_leaves_it_intact(authority: Authority) -> None:
+    env = json.loads(authority.seal(key(1), _record(1, authority)))
+    before = json.dumps(env, sort_keys=True)
+    authority.ring.open(env)
+    assert json.dumps(env, sort_keys=True) == before  # still has its keyid and sig

@@ -78,6 +78,13 @@ def test_every_artifact_has_provenance_that_verifies_with_the_published_key(
     (sig,) = env["signatures"]
     assert sig["keyid"] == keys[0]["keyid"]
     pub.verify(base64.b64decode(sig["sig"]), pae)
+    # And with securesystemslib's own DSSE verifier.
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import SSlibKey
+
+    ssl_key = SSlibKey.from_crypto(pub, keyid=sig["keyid"])
+    keyid = sig["keyid"]
+    assert list(Envelope.from_dict(json.loads(json.dumps(env))).verify([ssl_key], 1)) == [keyid]
     stmt = json.loads(payload)
     exe = c.get(art["url"]).content
     assert stmt["subject"][0]["digest"]["sha256"] == hashlib.sha256(exe).hexdigest()
@@ -203,7 +210,7 @@ def test_the_sdk_verifies_before_loading(srv: KilnServer, tmp_path: Path,
 
 
 def test_kiln_build_writes_provenance_that_kiln_verify_checks(
-    srv: KilnServer, tmp_path: Path
+    srv: KilnServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import io
 
@@ -217,13 +224,14 @@ def test_kiln_build_writes_provenance_that_kiln_verify_checks(
         '[[models]]\nname = "b"\npath = "b.mlir"\ntargets = ["cpu"]\n'
     )
     out = tmp_path / "out"
+    key = tmp_path / "server.pem"
+    key.write_text(_server_pem(srv))
+    monkeypatch.setenv("KILN_TRUSTED_KEYS", str(key))  # the build verifies what it writes
     assert main(["build", str(tmp_path / "kiln.toml"), "-o", str(out), "--server", srv.url,
                  "--no-progress"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     a, b = manifest["artifacts"]
     assert a["provenance"] == a["path"] + ".provenance.json"
-    key = tmp_path / "server.pem"
-    key.write_text(_server_pem(srv))
     stranger = tmp_path / "stranger.pem"
     stranger.write_text(Signer.generate().trusted.pem)
 
