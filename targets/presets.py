@@ -151,8 +151,9 @@ _PLAIN_LOWERINGS: dict[str, tuple[str, ...]] = {
     "direct-O3": _CHANNELS_LAST + _O3,
 }
 # CPU ``default`` per ISA level (``kiln.targets.cpu.LEVELS``) and class: the convolution lowering
-# of a CNN / depthwise CNN, and the flag set of a dense graph. Measured with bench/levels.py
-# (docs/performance.md, "Defaults per ISA level"):
+# of a CNN / depthwise CNN, and the flag set of a dense graph. Measured with bench/levels.py,
+# bench/cpu_matrix.py and the probes recorded beside them (docs/performance.md, "Defaults per
+# ISA level"; bench/RESULTS.md, "CPU defaults per ISA level"):
 # - avx512: data-tiled channels-last convolutions (+ Kiln's CNN rewrites) for a plain CNN, direct
 #   channels-last ones (+ depthwise-nhwc) for a depthwise CNN; dense: O3 + data tiling.
 # - avx2: IREE 3.13 data-tiles convolutions only with AVX-512F; below it the data-tiled request
