@@ -13,13 +13,18 @@ tuning) and every other preset autotune would try for the graph
 - **speed**: the executables run in alternated blocks in this one process (the order rotates
   each round, ``bench.executables.alternate``), and one more engine runs the *same* baseline
   executable again. The baseline/baseline ratio of each round measures the machine's noise (an
-  A/A test): noise = max(10 %, 3 x the median absolute deviation of the A/A ratios). The guard
-  fails when the median paired ratio default/baseline exceeds ``1 + noise`` (Kiln's default
-  slower than doing nothing), or default/best preset exceeds ``1.1 + noise`` (issue 16's bar:
-  within 1.1x of the best allow-listed preset). So a cliff (issue 16: the AVX2 ResNet-18
-  default took 7x the time of ``conv-im2col``) fails CI; a busy shared VM does not.
+  A/A test): noise = max(10 %, 3 x the median absolute deviation of the A/A ratios). Two bars:
 
-    .venv/bin/python bench/guard.py                 # the report; exit 1 on a failed pair
+  - **the bar** (issue 16): default/baseline within ``1 + noise`` (never slower than doing
+    nothing) and default/fastest preset within ``1.1 + noise``. A pair that misses it is
+    reported (``MISS``) — it is what the next tuning pass works on — but does not fail CI;
+  - **a cliff**: default/baseline past ``CLIFF_BASELINE`` (1.5) or default/fastest past
+    ``CLIFF_BEST`` (2.0), beyond the noise. That fails CI: issue 16's AVX2 ResNet-18 default
+    took 7x the time of ``conv-im2col``, and nothing caught it.
+
+  So the guard is a benchmark CI runs and reports, not a timed test that flakes on a busy VM.
+
+    .venv/bin/python bench/guard.py                 # the report; exit 1 on a cliff or wrong answer
     .venv/bin/python bench/guard.py --levels host   # one level
 
 ``tests/test_guard.py`` runs it in the suite and prints the table.
@@ -49,6 +54,8 @@ AVX2 = "cpu:x86_64:haswell"
 RTOL, ATOL = 1e-3, 1e-4
 NOISE_FLOOR = 0.10
 BEST_BAR = 1.1
+CLIFF_BASELINE = 1.5
+CLIFF_BEST = 2.0
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,15 @@ class Pair:
 
     @property
     def ok(self) -> bool:
+        """Within issue 16's bar (beyond the noise)."""
         return (self.correct and self.ratio <= 1 + self.noise
                 and self.best_ratio <= BEST_BAR + self.noise)
+
+    @property
+    def cliff(self) -> bool:
+        """Far past the bar: what fails CI."""
+        return (self.ratio > CLIFF_BASELINE + self.noise
+                or self.best_ratio > CLIFF_BEST + self.noise)
 
 
 def levels(names: list[str]) -> list[str]:
@@ -143,7 +157,8 @@ def _paired(times: dict[str, list[float]], a: str, b: str) -> list[float]:
 
 
 def _row(p: Pair) -> str:
-    verdict = "ok" if p.ok else ("WRONG" if not p.correct else "SLOWER")
+    verdict = ("WRONG" if not p.correct else "CLIFF" if p.cliff else "ok" if p.ok
+               else "MISS")
     return (f"| {p.model} | `{p.target}` | {p.default_ms:.2f} | {p.baseline_ms:.2f} "
             f"| **{p.ratio:.2f}** (≤ {1 + p.noise:.2f}) | {p.best} | **{p.best_ratio:.2f}** "
             f"(≤ {BEST_BAR + p.noise:.2f}) | {p.max_err:.1e} | {verdict} |")
@@ -165,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = measure(args.models.split(","), levels(args.levels.split(",")),
                     repeats=args.repeats)
     print(table(pairs))
-    return 0 if all(p.ok for p in pairs) else 1
+    return 0 if all(p.correct and not p.cliff for p in pairs) else 1
 
 
 if __name__ == "__main__":
