@@ -312,8 +312,8 @@ def autotune_presets(
     names = ["default", "baseline"]
     if kind == "cpu" and model_class(traits) in ("cnn", "depthwise-cnn"):
         names += ["conv-tiled", "conv-im2col", "conv-direct"]
-        if not (arch or cpu or features):
-            return tuple(names)
+    if kind == "cpu" and not (arch or cpu or features):
+        return tuple(names)  # which equal ``default`` depends on the level: list them all
     target = {"arch": arch, "cpu": cpu, "features": features}
     seen: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
     for name in names:

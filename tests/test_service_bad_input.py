@@ -183,17 +183,6 @@ def test_bad_input_answers_a_clean_envelope(srv: KilnServer, before: set[str], n
     assert _files(srv.root, srv.cache_dir) == before
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "/v1/artifacts/..%2f..%2fetc%2fpasswd",
-        "/v1/artifacts/%2e%2e",
-        "/v1/artifacts/" + "A" * 64,
-        "/v1/artifacts/sha256:" + "a" * 64,
-        "/v1/artifacts/" + "a" * 63,
-        "/v1/artifacts/" + "0" * 64,  # well-formed, absent
-    ],
-)
 def _rss_tree(pid: int) -> int:
     from bench.soak import _rss_tree as rss
 
@@ -212,6 +201,17 @@ def test_an_amplified_graph_is_refused_fast_and_small(srv: KilnServer) -> None:
     assert srv.healthy()
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/artifacts/..%2f..%2fetc%2fpasswd",
+        "/v1/artifacts/%2e%2e",
+        "/v1/artifacts/" + "A" * 64,
+        "/v1/artifacts/sha256:" + "a" * 64,
+        "/v1/artifacts/" + "a" * 63,
+        "/v1/artifacts/" + "0" * 64,  # well-formed, absent
+    ],
+)
 def test_artifact_urls_never_escape_the_cache(srv: KilnServer, path: str) -> None:
     r = srv.client().get(path)
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
