@@ -188,7 +188,7 @@ def test_overload_is_503_with_retry_after_while_hits_are_served(busy: KilnServer
 
 def test_a_timed_out_compile_is_remembered_not_run_again(busy: KilnServer) -> None:
     c = busy.client()
-    graph = slow_graph(17)
+    graph = slow_graph(43)  # ~14 s of compiling: past the 4 s timeout on any machine
     first = c.post("/v1/compile", json=_mlir(graph))
     assert first.status_code == 422 and first.json()["error"]["code"] == "compile_timeout"
     # the killed worker's temporaries are gone, and none were ever outside the cache directory
