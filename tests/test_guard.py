@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_defaults_hold_on_the_guard_sample(capsys: pytest.CaptureFixture[str]) -> None:
-    pairs = guard.measure(list(guard.GUARD_MODELS), guard.levels(["avx2", "host"]), repeats=7)
+    pairs = guard.measure(list(guard.GUARD_MODELS), guard.levels(["avx2", "host"]), repeats=5)
     report = guard.table(pairs)
     with capsys.disabled():
         print("\nbench/guard.py (Kiln default against baseline and the fastest preset):")
