@@ -89,6 +89,15 @@ def alternate(calls: dict[str, Any], *, repeats: int, block: int,
     return times
 
 
+def ort_session(data: bytes) -> Any:
+    """onnxruntime's CPU provider with two intra-op threads: the reference every bench uses."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+
+
 def run(
     models: list[str],
     *,
@@ -99,17 +108,13 @@ def run(
     settle: float = 0.05,
 ) -> list[dict[str, Any]]:
     """``configs``: label → (compile options, iree.runtime driver[, the runtime's wait mode])."""
-    import onnxruntime as ort
-
     rows = []
     with Pipeline(workers=1, compile_timeout=900) as pipe:
         for name in models:
             model = MODELS[name]()
             data = model.SerializeToString()
             x = sample_input(model)
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = 2
-            sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+            sess = ort_session(data)
             feed = {model.graph.input[0].name: x}
             ref = sess.run(None, feed)[0]
             fns = {}

@@ -49,7 +49,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from bench.executables import alternate
+from bench.executables import alternate, ort_session
 from bench.models import MODELS, sample_input
 
 GUARD_MODELS = ("resnet18", "mobilenet", "encoder")
@@ -100,7 +100,6 @@ def levels(names: list[str]) -> list[str]:
 
 def measure(models: list[str], targets: list[str], *, repeats: int = 9,
             block: int = 3) -> list[Pair]:
-    import onnxruntime as ort
     from kiln.targets.presets import autotune_presets
 
     from kiln.autotune import cheap_traits
@@ -113,11 +112,7 @@ def measure(models: list[str], targets: list[str], *, repeats: int = 9,
             model = MODELS[name]()
             data = model.SerializeToString()
             x = sample_input(model)
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = 2
-            sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-            ref = sess.run(None, {model.graph.input[0].name: x})[0]
-            del sess
+            ref = ort_session(data).run(None, {model.graph.input[0].name: x})[0]
             for target in targets:
                 fns: dict[str, Any] = {}
                 errs: dict[str, float] = {}
