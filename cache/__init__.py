@@ -6,16 +6,20 @@
     result = cache.get_or_build(key, lambda: Built(data, compile_seconds=0.6))
     result.cached, result.source, result.record.digest, result.data
 
-Backends (one file each): ``disk`` (embedded default), ``redis`` (shared), ``tiered`` (disk in front
-of Redis). The facade adds what is common to all of them: verified hits only, single-flight
-builds, counters and a metrics hook, and — given an ``authority`` (``kiln.provenance.Authority``)
-— a signed provenance on every new record, checked on every hit in every tier (an edited or
-foreign record is a miss, counted as ``forged``). See ``docs/caching.md`` and ``docs/trust.md``.
+Backends (one file each): ``disk`` (embedded default), ``redis`` (shared), ``s3`` (blobs in an
+object store, records in Redis or in the bucket), ``tiered`` (disk in front of Redis or S3). The
+facade adds what is common to all of them: verified hits only, single-flight builds, counters and a
+metrics hook, and — given an ``authority`` (``kiln.provenance.Authority``) — a signed provenance on
+every new record, checked on every hit in every tier (an edited or foreign record is a miss, counted
+as ``forged``). See ``docs/caching.md`` and ``docs/trust.md``.
 
 Failure semantics of the facade: a cache that cannot be read is a miss and one that cannot be
 written is skipped — ``get_or_build`` fails only if ``build`` does (its exception propagates,
 unchanged, to every caller waiting on the same key). Redis failures are logged and counted
 (``counters.redis_errors``); local write failures are logged and counted (``store_errors``).
+The one exception: with an object store (S3) holding the blobs, a lookup the disk tier cannot
+answer while that store is down raises :class:`kiln.errors.CacheUnavailable` (503; counted in
+``s3_errors``) — hits already on disk are still served, and the store is tried again by itself.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from kiln.errors import CacheUnavailable, InsufficientStorage, InvalidRequest, N
 from .disk import DiskStorage, default_cache_dir
 from .key import KEY_VERSION, CompileKey, normalize_digest
 from .redis import RedisStorage
+from .s3 import S3Storage, endpoint_from_env
 from .singleflight import LocalFlight, RedisLeases, disk_key_lock
-from .store import Storage, blob_digest
+from .store import BlobStoreUnavailable, Storage, blob_digest
 from .tiered import TieredStorage
 from .types import (
     ActionRecord,
@@ -79,7 +84,8 @@ log = logging.getLogger("kiln.cache")
 
 #: Events passed to the metrics hook (and the counter each one increments).
 EVENTS = (
-    "hit", "miss", "build", "inflight_join", "corrupt", "redis_error", "store_error", "forged"
+    "hit", "miss", "build", "inflight_join", "corrupt", "redis_error", "store_error", "forged",
+    "s3_error",
 )
 
 
@@ -95,6 +101,7 @@ class Counters:
     redis_errors: int = 0
     store_errors: int = 0
     forged: int = 0  # records refused by the authority (edited, foreign or unsigned)
+    s3_errors: int = 0  # object store requests that failed (cache/s3.py)
 
     def snapshot(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -109,6 +116,7 @@ _FIELD = {
     "redis_error": "redis_errors",
     "store_error": "store_errors",
     "forged": "forged",
+    "s3_error": "s3_errors",
 }
 
 
@@ -125,6 +133,7 @@ class ArtifactCache:
         *,
         disk: DiskStorage | None = None,
         redis: RedisStorage | None = None,
+        s3: S3Storage | None = None,
         lease_seconds: float = 30.0,
         lease_poll_max: float = 0.5,
         compiler_name: str = "iree",
@@ -135,6 +144,7 @@ class ArtifactCache:
         self.authority = authority
         self.disk = disk
         self.redis = redis
+        self.s3 = s3
         self.compiler_name = compiler_name
         self.metrics_hook = metrics_hook
         self.counters = Counters()
@@ -154,6 +164,11 @@ class ArtifactCache:
             redis.on_error = lambda _exc: self._count("redis_error")
             redis.authority = authority
             redis.on_forged = lambda _what: self._count("forged")
+        if s3 is not None:
+            s3.on_corrupt = lambda _what: self._count("corrupt")
+            s3.on_error = lambda _exc: self._count("s3_error")
+            s3.authority = authority
+            s3.on_forged = lambda _what: self._count("forged")
 
     # -- lookups and builds ------------------------------------------------------------------
 
@@ -238,6 +253,8 @@ class ArtifactCache:
     def _find(self, kh: str, *, load: bool) -> Found | None:
         try:
             return self.storage.find(kh, load=load)
+        except BlobStoreUnavailable:
+            raise  # not a miss: what is not on disk cannot be served now (logged and counted)
         except CacheUnavailable:
             return None  # logged and counted by the backend
         except OSError as exc:  # an unreadable local cache is a miss, not a failed request
@@ -249,11 +266,14 @@ class ArtifactCache:
 
     def read_blob(self, digest: str) -> bytes:
         """The verified bytes of a blob (``sha256:<hex>`` or bare hex). NotFound if absent, corrupt
-        (the corrupt copy is deleted) or not a digest at all."""
+        (the corrupt copy is deleted) or not a digest at all; CacheUnavailable if it is not on
+        disk and the object store holding the blobs is down."""
         try:
             data = self.storage.get_blob(normalize_digest(digest))
         except ValueError as exc:
             raise NotFound(f"no artifact {digest!r}") from exc
+        except BlobStoreUnavailable:
+            raise
         except CacheUnavailable as exc:
             raise NotFound(f"no artifact {digest!r} (cache unavailable)") from exc
         if data is None:
@@ -285,11 +305,14 @@ class ArtifactCache:
         return env if isinstance(env, dict) else None
 
     def blob_path(self, digest: str) -> Path | None:
-        """A verified local file holding the blob (fetched from Redis first when tiered), for
-        zero-copy serving; None if absent/corrupt or when there is no disk tier."""
+        """A verified local file holding the blob (fetched from the remote tier first when tiered),
+        for zero-copy serving; None if absent/corrupt or when there is no disk tier.
+        CacheUnavailable if it is not on disk and the object store holding the blobs is down."""
         fn = getattr(self.storage, "blob_path", None)
         try:
             return fn(digest) if fn is not None else None
+        except BlobStoreUnavailable:
+            raise
         except (ValueError, CacheUnavailable):
             return None
 
@@ -297,7 +320,7 @@ class ArtifactCache:
 
     def stats(self) -> CacheStats:
         backends: list[StoreStats | None] = []
-        for s in (self.disk, self.redis):
+        for s in (self.disk, self.redis, self.s3):
             if s is None:
                 continue
             try:
@@ -358,12 +381,15 @@ def open_cache(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     redis_url: str | None = None,
+    s3_url: str | None = None,
+    s3_endpoint_url: str | None = None,
     max_size: int | None = None,
     write_policy: WritePolicy = WritePolicy.WRITE_THROUGH,
     disk: bool = True,
     lease_seconds: float = 30.0,
     lease_poll_max: float = 0.5,
     redis_retry_interval: float = 1.0,
+    s3_retry_interval: float = 1.0,
     metrics_hook: Callable[[str], None] | None = None,
     authority: RecordAuthority | None = None,
     accept_blob: Callable[[bytes], bool] | None = None,
@@ -371,13 +397,31 @@ def open_cache(
     """Disk only (default; ``cache_dir`` or ``$KILN_CACHE_DIR`` or the user cache dir), tiered
     disk+Redis when ``redis_url`` is given, Redis only with ``disk=False``.
 
-    Opening never contacts Redis, so it succeeds while Redis is down. ``authority`` signs new
-    records and authenticates every record read (``kiln.provenance.Authority``); without one,
-    records are neither signed nor checked. ``accept_blob`` (e.g. ``kiln.runtime.is_executable``)
-    guards blobs copied between the tiers.
+    ``s3_url`` (``s3://BUCKET[/PREFIX]``) puts the blobs in an object store behind the disk tier:
+    disk + Redis + S3 keeps records and leases in Redis, disk + S3 keeps records in the bucket too.
+    The endpoint is ``s3_endpoint_url``, else ``$KILN_S3_ENDPOINT_URL``, else boto3's default;
+    credentials come from the standard ``AWS_*`` environment. S3 needs the disk tier.
+
+    Opening never contacts Redis nor the object store, so it succeeds while they are down.
+    ``authority`` signs new records and authenticates every record read
+    (``kiln.provenance.Authority``); without one, records are neither signed nor checked.
+    ``accept_blob`` (e.g. ``kiln.runtime.is_executable``) guards blobs copied between the tiers.
     """
+    if s3_url and not disk:
+        raise InvalidRequest("an S3 cache needs the disk tier in front of it (disk=True)")
     local = DiskStorage(cache_dir, max_size=max_size) if disk else None
-    remote = RedisStorage(redis_url, retry_interval=redis_retry_interval) if redis_url else None
+    redis = RedisStorage(redis_url, retry_interval=redis_retry_interval) if redis_url else None
+    s3 = (
+        S3Storage(
+            s3_url,
+            endpoint_url=s3_endpoint_url or endpoint_from_env(),
+            records=redis,
+            retry_interval=s3_retry_interval,
+        )
+        if s3_url
+        else None
+    )
+    remote: RedisStorage | S3Storage | None = s3 if s3 is not None else redis
     storage: Storage
     if local is not None and remote is not None:
         storage = TieredStorage(local, remote, write_policy=write_policy)
@@ -391,7 +435,8 @@ def open_cache(
     return ArtifactCache(
         storage,
         disk=local,
-        redis=remote,
+        redis=redis,
+        s3=s3,
         lease_seconds=lease_seconds,
         lease_poll_max=lease_poll_max,
         metrics_hook=metrics_hook,

@@ -233,7 +233,13 @@ class RedisStorage:
         self.call(self.client.set, self._k_blob(digest), data, px=self.ttl_ms)
 
     def put_record(self, record: ActionRecord) -> None:
-        self.call(self.client.set, self._k_rec(record.key), encode_record(record), px=self.ttl_ms)
+        """The record and its provenance envelope (when signed), without the blob (which may live
+        in Redis already, or in an object store: cache/s3.py)."""
+        pipe = self.client.pipeline(transaction=False)
+        if record.provenance:
+            pipe.set(self._k_prov(record.digest), record.provenance.encode(), px=self.ttl_ms)
+        pipe.set(self._k_rec(record.key), encode_record(record), px=self.ttl_ms)
+        self.call(pipe.execute)
 
     def delete_record(self, key: str) -> None:
         self.call(self.client.delete, self._k_rec(key))

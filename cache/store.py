@@ -14,7 +14,9 @@ by gc), never a record pointing at nothing.
 
 Failure semantics: local backends raise ``OSError`` only for real I/O failures (disk full,
 permissions). Remote backends raise :class:`kiln.errors.CacheUnavailable` when the server cannot be
-reached; they never raise it for a miss.
+reached; they never raise it for a miss. A store that is the *home* of the blobs (S3) raises
+:class:`BlobStoreUnavailable`: Redis down is a miss (compile and keep the result locally), the
+object store down is not (what the local tier does not hold cannot be served, see cache/s3.py).
 """
 
 from __future__ import annotations
@@ -23,10 +25,25 @@ import json
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
+from kiln.errors import CacheUnavailable
+
 from .key import sha256_hex
 from .types import ActionRecord, Found, StoreStats, VerifyReport
 
-__all__ = ["Storage", "blob_digest", "check_blob", "decode_record", "encode_record"]
+__all__ = [
+    "BlobStoreUnavailable",
+    "Storage",
+    "blob_digest",
+    "check_blob",
+    "decode_record",
+    "encode_record",
+]
+
+
+class BlobStoreUnavailable(CacheUnavailable):
+    """The object store holding the blobs cannot be reached (same ``cache_unavailable`` code and
+    503 as its base). Unlike a Redis outage it is never turned into a miss: the facade and the
+    tiered wrapper let it through, so a request the local tier cannot answer fails cleanly."""
 
 
 def blob_digest(data: bytes) -> str:

@@ -1,4 +1,5 @@
-"""Disk in front of Redis, as a wrapper implementing the same Storage protocol.
+"""Disk in front of a shared tier (Redis, or S3 for blobs with Redis for records), as a wrapper
+implementing the same Storage protocol.
 
 Reads go to the local tier first, then the remote one; a remote hit is backfilled into the local
 tier (blob before record) so the next read is local. Each tier authenticates the records it
@@ -6,12 +7,17 @@ reads (``authority``), so only a record that passed the remote tier's check is c
 and only one that passes the disk tier's is copied to Redis after an outage. Writes follow the
 :class:`WritePolicy`.
 
-Failure semantics: the remote tier's :class:`kiln.errors.CacheUnavailable` never escapes — a read
-becomes a local-only read (a miss if the local tier misses), a write is kept locally and its key
+Failure semantics: the remote tier's :class:`kiln.errors.CacheUnavailable` never escapes a write,
+nor a read when it comes from Redis — such a read becomes a local-only read (a miss if the local
+tier misses). When it comes from the object store holding the blobs
+(:class:`~kiln.cache.store.BlobStoreUnavailable`, cache/s3.py) a read the local tier cannot answer
+raises it: local hits are still served, the rest fails cleanly (503) rather than compiling what
+could not be shared. A write the remote tier refused is kept locally and its key
 is noted in the disk tier (``<root>/v1/remote-pending/<key>``, an empty file, so a restart keeps
 the list). Once Redis answers again the noted entries are copied to it, blob before record, in a
 background thread (one at a time; started by the next cache operation, at most once a second),
-so what was built during an outage reaches the other replicas after it (issue 21: it never did). Each failure
+so what was built during an outage reaches the other replicas after it (issue 21: it never did);
+the same holds for the object store. Each failure
 has already been logged and reported by the remote backend's ``on_error`` hook. Local-tier errors
 (``OSError``) propagate to the facade, which logs and counts them (``store_errors``); a failed
 backfill is only logged, the remote hit is still returned.
@@ -25,13 +31,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kiln.errors import CacheUnavailable
 
 from .disk import DiskStorage
 from .key import normalize_digest
 from .redis import RedisStorage
+from .store import BlobStoreUnavailable
 from .types import ActionRecord, Found, StoreStats, VerifyReport, WritePolicy
+
+if TYPE_CHECKING:
+    from .s3 import S3Storage
 
 __all__ = ["TieredStorage"]
 
@@ -44,7 +55,7 @@ class TieredStorage:
     def __init__(
         self,
         local: DiskStorage,
-        remote: RedisStorage,
+        remote: RedisStorage | S3Storage,
         *,
         write_policy: WritePolicy = WritePolicy.WRITE_THROUGH,
     ) -> None:
@@ -69,6 +80,8 @@ class TieredStorage:
             return hit
         try:
             hit = self.remote.find(key, load=True)
+        except BlobStoreUnavailable:
+            raise
         except CacheUnavailable:
             return None
         if hit is not None and hit.data is not None:
@@ -105,6 +118,8 @@ class TieredStorage:
             return data
         try:
             data = self.remote.get_blob(digest)
+        except BlobStoreUnavailable:
+            raise
         except CacheUnavailable:
             return None
         if data is not None and not self._acceptable(data, digest):
@@ -116,11 +131,11 @@ class TieredStorage:
     def _acceptable(self, data: bytes, digest: str) -> bool:
         if self.accept_blob is None or self.accept_blob(data):
             return True
-        log.warning("kiln cache: not copying redis blob %s to disk: not an executable", digest)
+        log.warning("kiln cache: not copying remote blob %s to disk: not an executable", digest)
         return False
 
     def blob_path(self, digest: str) -> Path | None:
-        """The local file, fetching the blob from Redis into the local tier first if needed."""
+        """The local file, fetching the blob from the remote tier first if needed."""
         path = self.local.blob_path(digest)
         if path is None and self.get_blob(digest) is not None:
             path = self.local.blob_path(digest)
@@ -170,7 +185,7 @@ class TieredStorage:
         try:
             rep = rep.merge(self.remote.verify())
         except CacheUnavailable:
-            log.warning("kiln cache: redis unavailable; verified the local tier only")
+            log.warning("kiln cache: %s unavailable; verified the local tier only", self.remote.name)
         return rep
 
     def close(self) -> None:
@@ -218,7 +233,8 @@ class TieredStorage:
         try:
             n = self._copy_pending()
             if n:
-                log.warning("kiln cache: copied %d entries made during the outage to redis", n)
+                log.warning("kiln cache: copied %d entries made during the outage to %s", n,
+                            self.remote.name)
         except Exception:
             log.exception("kiln cache: catching redis up failed")
         finally:
