@@ -1,0 +1,190 @@
+"""Weight-free MLIR to a loaded executable, and the torch-in, torch-out callables over it.
+
+Where the compile runs is one seam (``compile_mlir``): in this process (one ``kiln.Pipeline``
+per process, on the shared disk cache that ``kiln compile`` uses, records signed the same way),
+or on a Kiln server (``kiln.Client``, whose local cache answers a repeated request without
+asking). Either way the executable holds code only; the graph digest, and so the cache entry,
+depends on the weights' names, shapes and dtypes and never on their values.
+
+Which target: ``target=`` when given, else ``kiln.client.resolver.candidates(device)`` best
+first; a target that does not compile or load is skipped for the next (``fallbacks``).
+
+Weights (``WeightSet``): read from the module at call time, and re-bound when any of them is a
+different tensor or was written since the last call (``(id(t), t._version, t.data_ptr())``:
+``model.fc.weight = nn.Parameter(...)``, an in-place ``add_`` and ``p.data = ...`` all show).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kiln.errors import KilnError
+from kiln.torch.runtime import Executable
+
+__all__ = ["CompiledModule", "Loaded", "WeightSet", "compile_mlir", "load"]
+
+_DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip",
+            "metal": "metal"}
+_LOCK = threading.Lock()
+_PIPELINE: Any = None
+_CLIENTS: dict[str, Any] = {}
+
+
+def _pipeline() -> Any:
+    """This process's embedded compile engine, on the default disk cache (``KILN_CACHE_DIR``)."""
+    global _PIPELINE
+    with _LOCK:
+        if _PIPELINE is None:
+            from kiln import Pipeline
+            from kiln.cache import open_cache
+            from kiln.provenance import Authority
+
+            cache = open_cache(authority=Authority.from_env())
+            _PIPELINE = Pipeline(cache=cache, workers=1)
+            atexit.register(_PIPELINE.close)
+        return _PIPELINE
+
+
+def _client(url: str) -> Any:
+    with _LOCK:
+        if url not in _CLIENTS:
+            from kiln import Client
+
+            _CLIENTS[url] = Client(url)
+        return _CLIENTS[url]
+
+
+def compile_mlir(mlir: str, target: str, *, server: str | None = None) -> bytes:
+    """The executable of ``mlir`` for ``target``: in-process (``server=None``) or on ``server``.
+    Raises the Kiln error of the failed compile (``CompileError``, ``UnsupportedTarget``...)."""
+    data = mlir.encode("utf-8")
+    if server is None:
+        res = _pipeline().compile(data, targets=[target], format="mlir")
+        if res.errors:
+            raise res.errors[0].error
+        return bytes(res.artifacts[0].data)
+    blob, _ = _client(server).artifact(data, target, format="mlir")
+    return bytes(blob)
+
+
+def _candidates(device: str, target: str | None) -> list[tuple[str, str]]:
+    """``(target, driver)`` pairs to try, best first."""
+    if target is not None:
+        return [(target, _DRIVERS[target.split(":", 1)[0]])]
+    try:
+        from kiln.client.resolver import candidates
+    except ImportError:  # the layout before kiln/client/ existed
+        from kiln.resolver import candidates  # type: ignore[no-redef]
+    return [(c.target, c.driver) for c in candidates(device)]
+
+
+@dataclass
+class Loaded:
+    executable: Executable
+    target: str
+    fallbacks: list[tuple[str, str]]  # (target, why) for each candidate skipped
+
+
+def load(mlir: str, *, server: str | None, device: str, target: str | None,
+         driver: str | None = None) -> Loaded:
+    """Compile and load ``mlir`` for the first candidate that works. ``driver`` overrides the
+    runtime driver (e.g. ``local-sync`` for a CPU target: no worker threads, the least per-call
+    overhead for small graphs). Raises the last candidate's error when none works."""
+    tried: list[tuple[str, str]] = []
+    last: Exception | None = None
+    cands = _candidates(device, target)
+    if not cands:
+        from kiln.errors import NotFound
+
+        raise NotFound(f"no {device!r} device on this machine")
+    for tgt, drv in cands:
+        try:
+            data = compile_mlir(mlir, tgt, server=server)
+            exe = Executable(data, driver=driver or drv)
+        except (KilnError, RuntimeError, ValueError) as exc:
+            tried.append((tgt, f"{type(exc).__name__}: {exc}"))
+            last = exc
+            continue
+        return Loaded(exe, tgt, tried)
+    assert last is not None
+    raise last
+
+
+class WeightSet:
+    """An executable's weights by parameter name, and whether they changed since ``bind``.
+
+    ``sources``: parameter name -> a function returning the current tensor; without sources
+    the caller hands the tensors to ``sync`` (in ``names`` order).
+    """
+
+    def __init__(self, names: Sequence[str],
+                 sources: Sequence[Callable[[], torch.Tensor]] = ()) -> None:
+        self.names = tuple(names)
+        self._get = tuple(sources)
+        self._bound: tuple[tuple[int, int, int], ...] | None = None
+
+    def sync(self, exe: Executable, tensors: Sequence[torch.Tensor] | None = None) -> None:
+        """Bind the current tensors if any differs from the bound one: another tensor, or the
+        same one written since (its version counter or its storage changed)."""
+        ts = [g() for g in self._get] if tensors is None else tensors
+        state = tuple((id(t), t._version, t.data_ptr()) for t in ts)
+        if state != self._bound:
+            exe.bind(dict(zip(self.names, ts, strict=True)))
+            self._bound = state
+
+
+def _attr_getter(module: torch.nn.Module, name: str) -> Callable[[], torch.Tensor]:
+    owner_name, _, attr = name.rpartition(".")
+    owner = module.get_submodule(owner_name) if owner_name else module
+    return lambda: getattr(owner, attr)
+
+
+class CompiledModule:
+    """``kiln.torch.compile``'s result: call it like the module (same arguments, same output
+    structure); inputs whose shapes the export did not declare dynamic must keep their shapes.
+
+    ``target``: the normalized target it runs; ``fallbacks``: candidates skipped and why;
+    ``exported``: the ``kiln.torch.importer.Exported`` (MLIR and parameters).
+    """
+
+    def __init__(self, module: torch.nn.Module, exported: Any, loaded: Loaded) -> None:
+        from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+
+        self.module = module
+        self.exported = exported
+        self.target = loaded.target
+        self.fallbacks = loaded.fallbacks
+        self._exe = loaded.executable
+        sig = exported.program.graph_signature
+        users = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+        self._take = [i for i, s in enumerate(users) if isinstance(s.arg, TensorArgument)]
+        outs = [s for s in sig.output_specs if s.kind == OutputKind.USER_OUTPUT]
+        if not all(isinstance(s.arg, TensorArgument) for s in outs):
+            from kiln.torch.importer import ExportError
+
+            raise ExportError("only tensor outputs are supported")
+        self._in_spec = exported.program.call_spec.in_spec
+        self._out_spec = exported.program.call_spec.out_spec
+        sources: list[Callable[[], torch.Tensor]] = []
+        for name, t in exported.params.items():
+            try:
+                sources.append(_attr_getter(module, name))
+            except AttributeError:
+                sources.append(lambda t=t: t)
+        self.weights = WeightSet(list(exported.params), sources)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from torch.utils import _pytree as pytree
+
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self._in_spec is not None and spec != self._in_spec:
+            raise TypeError(f"the arguments' structure differs from the example's: {spec}")
+        self.weights.sync(self._exe)
+        outs = self._exe([flat[i] for i in self._take])
+        return pytree.tree_unflatten(outs, self._out_spec) if self._out_spec else outs
