@@ -19,7 +19,7 @@ USER kiln
 
 ENV KILN_BOOTSTRAP_APT=0 \
     KILN_VENV=/opt/kiln/.venv \
-    KILN_EXTRAS=test
+    KILN_EXTRAS=server
 RUN scripts/bootstrap.sh
 
 ENV PATH=/opt/kiln/.venv/bin:$PATH \

@@ -36,7 +36,7 @@ from kiln.dialects.types import GraphFormat
 from kiln.targets import normalize_options, parse_target
 from kiln.targets.toolchain import iree_compile_path
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.graphs import LINALG, onnx_mlp
 
 CONV = (ROOT.parent / "shared" / "iree-notes" / "conv4_crashes_gfx9.mlir").read_bytes()
@@ -47,7 +47,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> str:
-    from kiln.resolver import detect_cpu
+    from kiln.client.resolver import detect_cpu
 
     model = detect_cpu().model_name or "unknown CPU"
     return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"

@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kiln.dialects.onnx_fixes import FIXES  # noqa: E402
-from kiln.pipeline import Pipeline  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from tests.conformance.isolated import IsolatedChild  # noqa: E402
 from kiln.targets import normalize_options, parse_target  # noqa: E402
 from tests.conformance.runner import (  # noqa: E402
@@ -100,7 +100,7 @@ def op_names() -> dict[str, str]:
 
 
 def machine() -> dict[str, str]:
-    from kiln.resolver import detect_cpu
+    from kiln.client.resolver import detect_cpu
 
     cpu = detect_cpu().model_name or "unknown CPU"
     import onnx
@@ -264,7 +264,7 @@ def table(results: dict[str, dict[str, TargetResult]]) -> str:
     for o in Outcome:
         row = [sum(r[c].outcome is o for r in results.values()) for c, _ in COLUMNS]
         lines.append(f"| {o.value} | " + " | ".join(str(x) for x in row) + " |")
-    lines.append(f"| **total** | " + " | ".join(str(len(results)) for _ in COLUMNS) + " |")
+    lines.append("| **total** | " + " | ".join(str(len(results)) for _ in COLUMNS) + " |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """Every zoo model (``bench/zoo.py``) × CPU level × preset, through Kiln, against onnxruntime.
 
 Levels (``LEVELS``): x86-64-v2 (SSE4.2), haswell and znver3 (AVX2), skylake-avx512 and znver4
-(AVX-512), the host's own CPU (``kiln.resolver.detect_cpu().target``), and, compile-only,
+(AVX-512), the host's own CPU (``kiln.client.resolver.detect_cpu().target``), and, compile-only,
 aarch64 neoverse-n1 / neoverse-v2 and riscv64. Presets per graph: ``default``, ``baseline`` (IREE's
 plain defaults) and, for a graph with convolutions, ``conv-tiled``/``conv-im2col``/``conv-direct``
 (what ``kiln.targets.presets.autotune_presets`` allows for the graph); ``--presets`` may add
@@ -10,7 +10,7 @@ is not compiled again: its cell says ``same_as``.
 
 How a (model, batch, level) group runs:
 
-1. This process compiles each preset through ``kiln.pipeline.Pipeline`` (one worker; artifacts
+1. This process compiles each preset through ``kiln.compiler.pipeline.Pipeline`` (one worker; artifacts
    in Kiln's own disk cache under ``bench/.zoo/kiln-cache``, so an interrupted run does not
    compile again) and checks the executable structurally: it parses as an IREE VM flatbuffer
    (``iree.runtime.VmModule``) and its embedded ELF names the level's machine (x86-64, AArch64,
@@ -89,7 +89,7 @@ PRESET_ORDER = ("default", "baseline", *CONV_PRESETS, "size", "fast-compile")
 
 def level_target(level: str) -> str:
     if level == "host":
-        from kiln.resolver import detect_cpu
+        from kiln.client.resolver import detect_cpu
 
         return detect_cpu().target
     return LEVELS[level]
@@ -158,7 +158,7 @@ def _time_child(job_path: str) -> int:
     import onnxruntime as ort
 
     from bench.executables import alternate
-    from kiln.runtime import load_vmfb
+    from kiln.client.runtime import load_vmfb
 
     job = json.loads(Path(job_path).read_text())
     m = zoo.build(job["model"], job["batch"])
@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> None:
     from kiln.targets import normalize_options, parse_target
 
     from kiln.errors import KilnError
-    from kiln.pipeline import Pipeline
+    from kiln.compiler.pipeline import Pipeline
 
     state = load(args.json)
     models = [m for m in args.models.split(",") if m]
@@ -313,7 +313,7 @@ def run(args: argparse.Namespace) -> None:
                             save(args.json, state)
                             continue
                         art = res.artifacts[0]
-                        blob = art.data if art.data is not None else cache.read_blob(art.digest)
+                        blob = art.data
                         problem = check_structure(blob, target)
                         cell = {**base, "status": "compiled" if not problem else "bad_module",
                                 "compile_s": round(art.compile_seconds, 2),

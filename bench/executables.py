@@ -2,8 +2,8 @@
 ``bench/models.py``.
 
 Each model is compiled THROUGH KILN (``Pipeline.compile``, no cache) for this machine's own CPU
-target (``kiln.resolver.detect_cpu().target``) with default options, run with ``iree.runtime``
-(local-task, its default thread count, through ``kiln.runtime`` as a client runs it: the call
+target (``kiln.client.resolver.detect_cpu().target``) with default options, run with ``iree.runtime``
+(local-task, its default thread count, through ``kiln.client.runtime`` as a client runs it: the call
 polls for its results; ``--blocking-wait`` adds the same executable with a caller that sleeps
 until they are ready, ``--sync`` adds local-sync) and alternated with
 onnxruntime (CPU provider, ``intra_op_num_threads=2``) in this one process, so a busy shared
@@ -45,9 +45,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from bench.models import MODELS, sample_input  # noqa: E402
-from kiln.pipeline import Pipeline  # noqa: E402
-from kiln.resolver import detect_cpu  # noqa: E402
-from kiln.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
+from kiln.client.resolver import detect_cpu  # noqa: E402
+from kiln.client.runtime import load_vmfb  # noqa: E402
 
 SECTION = "## Executables vs onnxruntime (bench/executables.py)"
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -161,7 +161,8 @@ def tune(models: list[str], *, target: str, repeats: int) -> str:
     from the remembered choice without compiling. Returns a markdown table."""
     import tempfile
 
-    from kiln.autotune import autotune, pipeline_compiler
+    from kiln.cli.backends import EmbeddedBackend, compile_fn
+    from kiln.client.autotune import autotune
 
     lines = [
         "| model | candidates (median ms, this machine) | chosen | second call |",
@@ -171,7 +172,7 @@ def tune(models: list[str], *, target: str, repeats: int) -> str:
         for name in models:
             data = MODELS[name]().SerializeToString()
             compiles = 0
-            inner = pipeline_compiler(pipe, data, target=target)
+            inner = compile_fn(EmbeddedBackend(pipe), data, target=target)
 
             def counting(options: Any, inner: Any = inner) -> bytes:
                 nonlocal compiles
@@ -209,7 +210,7 @@ def _tuning_flags(flags: Sequence[str]) -> list[str]:
 
 
 def machine() -> str:
-    from kiln.resolver import detect_cpu
+    from kiln.client.resolver import detect_cpu
 
     cpu = detect_cpu().model_name or ""
     import onnxruntime as ort
@@ -245,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the default executable on local-sync (one thread, inline)")
     ap.add_argument("--blocking-wait", action="store_true",
                     help="also run the default executable with the runtime's blocking wait "
-                         "(kiln.runtime wait='block'; the default polls on local-task)")
+                         "(kiln.client.runtime wait='block'; the default polls on local-task)")
     ap.add_argument("--autotune", action="store_true",
-                    help="also autotune each model (kiln.autotune) and show what it picks")
+                    help="also autotune each model (kiln.client.autotune) and show what it picks")
     ap.add_argument("--record", action="store_true", help=f"write {SECTION!r} in bench/RESULTS.md")
     args = ap.parse_args(argv)
     before = {"before (preset=baseline)": ({"preset": "baseline"}, "local-task")}
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             f"2-vCPU VM whose speed moves between runs: read the paired ratios.\n\n{out}\n\n"
             f"Flags beyond the target's own, per model (chosen from graph traits, see "
             f"docs/performance.md):\n\n" + "\n".join(notes)
-            + (f"\n\nAutotune (``kiln.autotune``) on this machine, then asked again:\n\n{tuned}"
+            + (f"\n\nAutotune (``kiln.client.autotune``) on this machine, then asked again:\n\n{tuned}"
                if tuned else "")
         )
     return 0

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 def prepare(args: argparse.Namespace) -> int:
     from bench.models import MODELS
-    from kiln.pipeline import Pipeline
+    from kiln.compiler.pipeline import Pipeline
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -49,7 +49,7 @@ def prepare(args: argparse.Namespace) -> int:
                     return 1
                 art = res.artifacts[0]
                 path = out / f"{name}-{preset}.vmfb"
-                path.write_bytes(art.data or b"")
+                path.write_bytes(art.data)
                 manifest["executables"].append({
                     "model": name, "preset": preset, "file": path.name, "function": res.functions[0],
                     "flags": list(art.flags), "rewrites": list(art.rewrites), "size": art.size,

@@ -92,7 +92,7 @@ class Pair:
 
 def levels(names: list[str]) -> list[str]:
     """CPU targets for ``avx2`` and ``host`` (the SDK's detection of this machine)."""
-    from kiln.resolver import detect_cpu
+    from kiln.client.resolver import detect_cpu
 
     table = {"avx2": AVX2, "host": detect_cpu().target}
     return [table[n] for n in names]
@@ -102,9 +102,9 @@ def measure(models: list[str], targets: list[str], *, repeats: int = 9,
             block: int = 3) -> list[Pair]:
     from kiln.targets.presets import autotune_presets
 
-    from kiln.autotune import cheap_traits
-    from kiln.pipeline import Pipeline
-    from kiln.runtime import load_vmfb
+    from kiln.client.autotune import cheap_traits
+    from kiln.compiler.pipeline import Pipeline
+    from kiln.client.runtime import load_vmfb
 
     pairs = []
     with Pipeline(workers=1, compile_timeout=900) as pipe:

@@ -58,9 +58,9 @@ from kiln.targets.presets import PRESETS
 
 from bench.executables import alternate, machine
 from bench.models import _G, MODELS
-from kiln.pipeline import Pipeline
-from kiln.resolver import detect_cpu
-from kiln.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.resolver import detect_cpu
+from kiln.client.runtime import load_vmfb
 
 SECTION = "## CPU defaults per ISA level (bench/levels.py)"
 RESULTS = ROOT / "bench" / "RESULTS.md"

@@ -19,8 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kiln.pipeline import Pipeline  # noqa: E402
-from kiln.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
+from kiln.client.runtime import load_vmfb  # noqa: E402
 from tests.test_models import ATOL, MODELS, RTOL, model_input, reference  # noqa: E402
 
 TARGETS = {"cpu": "local-task", "vulkan": "vulkan", "vulkan:llvmpipe": "vulkan"}
@@ -42,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append((name, target, "-", "-", "-", res.errors[0].error.code))
                     continue
                 art = res.artifacts[0]
-                assert art.data is not None
                 fn = load_vmfb(art.data, driver=driver)[name]
                 got = fn(x)
                 ok = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL))

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.conformance import machine
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.conformance.isolated import IsolatedChild
 from tests.conformance.stablehlo.cases import CaseError
 from tests.conformance.stablehlo.runner import (

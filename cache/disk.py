@@ -43,12 +43,13 @@ import hashlib
 import logging
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from kiln.files import TMP_PREFIX, atomic_write
 
 from .key import normalize_digest
 from .store import blob_digest, check_blob, decode_record, encode_record
@@ -61,7 +62,7 @@ log = logging.getLogger("kiln.cache.disk")
 LAYOUT = "v1"
 RACY_SECONDS = 2.0
 _CHUNK = 1 << 20
-_TMP_PREFIX = ".tmp-"
+_TMP_PREFIX = TMP_PREFIX
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -276,29 +277,7 @@ class DiskStorage:
         self._memo.pop(normalize_digest(digest), None)
 
     def _write_atomic(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX)
-        try:
-            os.fchmod(fd, 0o666 & ~_UMASK)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(tmp, path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        atomic_write(path, data, mode=0o666 & ~_UMASK, durable=True)
 
     # -- pins --------------------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ class TieredStorage:
         self.write_policy = write_policy
         self.pending_dir = local.base / "remote-pending"
         self._pending = self.pending_dir.is_dir() and any(self.pending_dir.iterdir())
-        #: Blobs copied between tiers must pass this (e.g. ``kiln.runtime.is_executable`` on
+        #: Blobs copied between tiers must pass this (e.g. ``kiln.client.runtime.is_executable`` on
         #: their head); None copies any blob that verifies.
         self.accept_blob: Callable[[bytes], bool] | None = None
         self._catch_up_lock = threading.Lock()

@@ -46,7 +46,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Lazy: `import kiln` stays cheap and never loads the compiler or the runtime.
     if name == "Pipeline":
-        from kiln.pipeline import Pipeline
+        from kiln.compiler.pipeline import Pipeline
 
         return Pipeline
     if name in ("Client", "AsyncClient"):
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(client, name)
     if name == "load_vmfb":
-        from kiln.runtime import load_vmfb
+        from kiln.client.runtime import load_vmfb
 
         return load_vmfb
     raise AttributeError(name)

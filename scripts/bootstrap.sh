@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 VENV="${KILN_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-EXTRAS="${KILN_EXTRAS:-test}"
+EXTRAS="${KILN_EXTRAS:-server,test}"
 
 if [ "${KILN_BOOTSTRAP_APT:-1}" = "1" ]; then
   missing=()

@@ -17,7 +17,7 @@ Where the bytes come from, fastest first:
 The ``hex`` is checked against ``^[0-9a-f]{64}$`` before any file system access: anything else
 (``../..``, ``%2e%2e``, upper case, a ``sha256:`` prefix) is 404 ``not_found`` and never becomes a
 path. A blob that is absent or fails verification, or is not an IREE executable
-(``kiln.runtime.is_executable``: bytes someone stored under their own sha256), is 404
+(``kiln.client.runtime.is_executable``: bytes someone stored under their own sha256), is 404
 ``not_found``.
 
 ``Range`` is honoured whatever the blob's size (a resumed download of a 47 MB executable and of a
@@ -40,7 +40,7 @@ from starlette.responses import FileResponse, Response
 
 from kiln.cache import ArtifactCache
 from kiln.errors import NotFound
-from kiln.runtime import EXECUTABLE_HEAD_BYTES, is_executable
+from kiln.client.runtime import EXECUTABLE_HEAD_BYTES, is_executable
 
 from .metrics import Metrics
 

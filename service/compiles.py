@@ -17,20 +17,18 @@ every target fails the request fails (422, first target's code, every target's e
 served while every compile worker is busy. Compilers run only in worker processes; a crash, an
 out-of-memory kill or a timeout is a clean per-target error and the pool replaces the worker.
 
-Failures are remembered: a (graph digest, target, options) whose compile timed out or failed
-answers the same error for ``failure_ttl`` seconds without running the compiler again (issue 21:
-a 600-byte graph held a worker for the whole timeout, and re-sending it cost the same again).
-The remembered error says so in ``detail.remembered`` with the seconds it is still kept.
+Preparing, planning, fanning out and collecting are the compile engine's
+(``kiln.compiler.pipeline.Pipeline``, shared with embedded use); this module adds what only a
+server needs: admission, the identical-request fast path and coalescing, the prepared-bytes
+budget, and the HTTP shape of an artifact (its ``url``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import json
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,16 +38,15 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 
-from kiln.cache import ArtifactCache
-from kiln.errors import CompileError, InsufficientStorage, KilnError, Overloaded
-from kiln.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
-from kiln.targets import TargetSpec, normalize_options
+from kiln.compiler.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
 from kiln.dialects.types import PreparedGraph
+from kiln.errors import InsufficientStorage, KilnError, Overloaded
+from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
 
 from .limits import ByteBudget
 
-__all__ = ["AllTargetsFailed", "CompileService"]
+__all__ = ["AllTargetsFailed", "CompileService", "artifact_json", "result_json"]
 
 log = logging.getLogger("kiln.service")
 T = TypeVar("T")
@@ -83,40 +80,42 @@ class _Memo:
     keys: tuple[tuple[str, str], ...]  # (normalized target, hex compile key)
 
 
+def artifact_json(a: Artifact) -> dict[str, Any]:
+    """An artifact as the compile answer shows it (API.md): the engine's fields and its URL."""
+    return {**a.to_json(), "url": f"/v1/artifacts/{a.hex}"}
+
+
+def result_json(result: CompileResult) -> dict[str, Any]:
+    """The 200 body of ``/v1/compile``."""
+    return {**result.to_json(), "artifacts": [artifact_json(a) for a in result.artifacts]}
+
+
 class CompileService:
-    """Owns the two pipelines (prepare, compile) over one cache. Thread-safe; one per app."""
+    """The server's side of compiling, over the one engine. Thread-safe; one per app."""
 
     def __init__(
         self,
         *,
-        cache: ArtifactCache,
-        compile_pipeline: Pipeline,
-        prepare_pipeline: Pipeline,
+        pipeline: Pipeline,
         retry_after: float,
         memo_entries: int = 4096,
         threads: int = 256,
-        failure_ttl: float = 600.0,
         max_prepared_bytes: int = 1 << 30,
     ) -> None:
-        self.cache = cache
-        self.pipeline = compile_pipeline
-        self.preparer = prepare_pipeline
+        assert pipeline.cache is not None, "the service always has a cache"
+        self.cache = pipeline.cache
+        self.pipeline = pipeline
         self.retry_after = retry_after
         self.memo_entries = memo_entries
         self._memo: OrderedDict[str, _Memo] = OrderedDict()
-        self.failure_ttl = failure_ttl
         # Canonical texts held while their compiles run: bounded in total (issue 21).
         self.prepared = ByteBudget(
             max_prepared_bytes, retry_after=retry_after,
             what="prepared graphs held in memory", setting="max_prepared_bytes_in_flight",
         )
-        # (graph digest, target, options) -> (monotonic expiry, the error); bounded, oldest out
-        self._failures: OrderedDict[tuple[str, str, str], tuple[float, CompileError]] = (
-            OrderedDict()
-        )
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], dict[str, Any]]]] = {}
         self._limiter = CapacityLimiter(threads)
-        self._inline_lookups = cache.redis is None  # disk reads only: no network in the loop
+        self._inline_lookups = self.cache.redis is None  # disk reads only: no network in the loop
 
     # -- public ----------------------------------------------------------------------------
 
@@ -158,7 +157,6 @@ class CompileService:
 
     def close(self) -> None:
         """Cancel queued jobs, give running ones the pools' grace period, stop the workers."""
-        self.preparer.close()
         self.pipeline.close()
 
     # -- internals -------------------------------------------------------------------------
@@ -179,7 +177,7 @@ class CompileService:
         specs: list[TargetSpec],
         opts: CompileOptions,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        graph = await self._thread(partial(self.preparer.prepare, data, format=format))
+        graph = await self._thread(partial(self.pipeline.prepare, data, format=format))
         held = len(graph.mlir)
         self.prepared.take(held)  # Overloaded: too many large graphs waiting at once
         try:
@@ -190,31 +188,8 @@ class CompileService:
     async def _compile_prepared(
         self, fp: str, graph: PreparedGraph, specs: list[TargetSpec], opts: CompileOptions
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        okey = json.dumps(opts.to_json(), sort_keys=True)
-
-        async def one(spec: TargetSpec) -> Artifact:
-            fkey = (graph.digest, spec.target, okey)
-            known = self._failure(fkey)
-            if known is not None:
-                raise known
-            try:
-                return await self._thread(
-                    partial(self.pipeline.compile_prepared, graph, spec, opts)
-                )
-            except CompileError as exc:  # compile_failed, compile_timeout: deterministic
-                self._remember_failure(fkey, exc)
-                raise
-
-        outcomes = await asyncio.gather(*(one(spec) for spec in specs), return_exceptions=True)
-        artifacts: list[Artifact] = []
-        errors: list[TargetError] = []
-        for spec, out in zip(specs, outcomes, strict=True):
-            if isinstance(out, Artifact):
-                artifacts.append(out)
-            elif isinstance(out, KilnError):
-                errors.append(TargetError(spec.target, out))
-            elif isinstance(out, BaseException):
-                raise out
+        result = await self._thread(partial(self.pipeline.compile_graph, graph, specs, opts))
+        artifacts, errors = result.artifacts, result.errors
         overloaded = [e.error for e in errors if isinstance(e.error, Overloaded)]
         if overloaded:
             raise Overloaded(
@@ -222,48 +197,16 @@ class CompileService:
                 retry_after=self.retry_after,
                 detail={"compiled_or_cached": [a.target for a in artifacts]},
             )
-        result = CompileResult(
-            graph_digest=graph.digest,
-            input_dialect=graph.input_dialect,
-            functions=graph.functions,
-            compiler=self.pipeline.compiler,
-            artifacts=artifacts,
-            errors=errors,
-        )
         fields = _fields(result)
         if not artifacts:
             err = AllTargetsFailed(errors, graph_digest=graph.digest)
             err.log_fields = fields
             raise err
-        body = result.to_json()
+        body = result_json(result)
         if not errors and self.memo_entries:
             head = {k: body[k] for k in ("graph_digest", "input_dialect", "functions", "compiler")}
             self._remember(fp, _Memo(head, tuple((a.target, a.key) for a in artifacts)))
         return body, fields
-
-    def _failure(self, fkey: tuple[str, str, str]) -> CompileError | None:
-        """The remembered error for ``fkey`` (a copy saying so), or None."""
-        entry = self._failures.get(fkey)
-        if entry is None:
-            return None
-        expires, exc = entry
-        left = expires - time.monotonic()
-        if left <= 0:
-            del self._failures[fkey]
-            return None
-        err = copy.copy(exc)
-        detail = dict(exc.detail) if isinstance(exc.detail, dict) else {}
-        detail["remembered"] = {"seconds_left": round(left, 1)}
-        err.detail = detail
-        return err
-
-    def _remember_failure(self, fkey: tuple[str, str, str], exc: CompileError) -> None:
-        if self.failure_ttl <= 0:
-            return
-        self._failures[fkey] = (time.monotonic() + self.failure_ttl, exc)
-        self._failures.move_to_end(fkey)
-        while len(self._failures) > 4096:
-            self._failures.popitem(last=False)
 
     def _remember(self, fp: str, memo: _Memo) -> None:
         self._memo[fp] = memo
@@ -276,24 +219,11 @@ class CompileService:
         has gone (evicted, corrupt, Redis flushed): the caller then takes the full path."""
         arts = []
         for target, key in memo.keys:
-            hit = self.cache.lookup(key)
+            hit = self.pipeline.lookup(target, key)
             if hit is None:
                 self._memo.pop(fp, None)
                 return None
-            rec = hit.record
-            arts.append(
-                Artifact(
-                    target=target,
-                    key=key,
-                    digest=rec.digest,
-                    size=rec.size,
-                    cached=True,
-                    compile_seconds=rec.compile_seconds,
-                    flags=tuple(rec.flags),
-                    warnings=tuple(rec.warnings),
-                    rewrites=tuple(rec.rewrites),
-                ).to_json()
-            )
+            arts.append(artifact_json(hit))
         if fp in self._memo:
             self._memo.move_to_end(fp)
         return {**memo.head, "artifacts": arts, "errors": []}

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from kiln.errors import IncompatibleRuntime, InvalidRequest, KilnError, NotFound
-from kiln.fair_queue import TENANT
+from kiln.compiler.fair_queue import TENANT
 
 from .errors import ERROR_RESPONSES
 from .limits import read_body

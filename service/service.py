@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from kiln.provenance import Authority, split_paths
-from kiln.runtime import is_executable
+from kiln.client.runtime import is_executable
 from kiln.targets import describe_targets
 from kiln.targets.options import OPTIONS
 from kiln.targets.toolchain import compiler_identity, iree_compile_path
-from kiln.workers import WorkerPool, default_pool_size
+from kiln.compiler.workers import WorkerPool, default_pool_size
 
 from .artifacts import ArtifactServer
 from .auth import TokenAuth
@@ -62,17 +62,15 @@ class Service:
             max_queue=s.max_prepare_queue, tmp_root=tmp_root,
         )
         self.pipeline = Pipeline(
-            cache=self.cache, pool=compile_pool, compile_timeout=s.compile_timeout
+            cache=self.cache, pool=compile_pool, prepare_pool=prepare_pool,
+            compile_timeout=s.compile_timeout, prepare_timeout=s.prepare_timeout,
+            failure_ttl=s.failure_ttl, fanout_threads=256,
         )
         self.pipeline.on_compile = metrics.on_compile
-        self.preparer = Pipeline(pool=prepare_pool, prepare_timeout=s.prepare_timeout)
         self.compiles = CompileService(
-            cache=self.cache,
-            compile_pipeline=self.pipeline,
-            prepare_pipeline=self.preparer,
+            pipeline=self.pipeline,
             retry_after=s.retry_after,
             memo_entries=s.hit_memo_entries,
-            failure_ttl=s.failure_ttl,
             max_prepared_bytes=s.max_prepared_bytes_in_flight,
         )
         self.artifacts = ArtifactServer(
@@ -89,7 +87,7 @@ class Service:
     def start(self) -> None:
         """Start the worker processes (they load the compiler on their first job)."""
         self.pipeline.pool.start()
-        self.preparer.pool.start()
+        self.pipeline.prepare_pool.start()
 
     def close(self) -> None:
         """Cancel queued compiles, give running ones the pool's grace period (then kill them),

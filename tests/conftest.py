@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 
 pytest_plugins = ["tests.conftest_redis"]
 

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kiln.autotune import autotune, cheap_traits, pipeline_compiler, tuned_options
+from kiln.cli.backends import EmbeddedBackend, compile_fn
+from kiln.client.autotune import autotune, cheap_traits, tuned_options
 from kiln.errors import InvalidRequest
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from kiln.targets.presets import PRESETS
 from tests.graphs import onnx_mlp
 from tests.test_presets import LINALG_CONV, onnx_cnn
@@ -23,7 +24,7 @@ class CountingCompiler:
     """Wraps a compile callable and records the options of every compile it was asked for."""
 
     def __init__(self, pipeline: Pipeline, graph: bytes) -> None:
-        self.inner = pipeline_compiler(pipeline, graph, target=CPU)
+        self.inner = compile_fn(EmbeddedBackend(pipeline), graph, target=CPU)
         self.calls: list[dict[str, Any]] = []
 
     def __call__(self, options: Mapping[str, Any]) -> bytes:

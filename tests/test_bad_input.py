@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kiln.errors import CompileError, InvalidGraph, UnsupportedTarget
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
+from kiln.compiler.tasks import CompileJob
 from tests.graphs import onnx_external_data, onnx_mlp
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "iree-notes"
@@ -62,8 +63,7 @@ def test_a_compiler_crash_is_a_clean_error_and_the_pool_recovers(
     src = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { %0 = arith.addf %a, %a : tensor<4xf32>  return %0 : tensor<4xf32> }"
     with pytest.raises(CompileError) as info:
         pipeline.pool.run(
-            "compile_module",
-            {"mlir": src, "flags": flags, "engine": engine, "timeout": 120},
+            CompileJob(mlir=src, flags=tuple(flags), engine=engine, timeout=120),
             timeout=120,
         )
     failure = info.value.failure

@@ -58,7 +58,7 @@ def _check(out_dir: Path, *, cached: bool) -> dict:
 
 
 def _run_cpu_artifact(out_dir: Path, doc: dict) -> None:
-    from kiln.runtime import load_vmfb
+    from kiln.client.runtime import load_vmfb
 
     path = next(a["path"] for a in doc["artifacts"]
                 if a["model"] == "mlp" and a["target"].startswith("cpu"))
@@ -108,3 +108,13 @@ def test_bad_manifest_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "m.toml").write_text("[[models]]\nname = 'x'\n")
     rc, _, stderr = _build(str(tmp_path / "m.toml"), "-o", str(tmp_path / "o"))
     assert rc == 2 and "'path' must be a string" in stderr
+
+
+def test_a_missing_model_file_is_one_usage_error(tmp_path: Path) -> None:
+    # Exit 2 once, before any work: not exit 1 with the same error repeated per target.
+    (tmp_path / "m.toml").write_text(
+        "[[models]]\nname = 'x'\npath = 'nope.onnx'\ntargets = ['cpu', 'vulkan', 'cuda']\n")
+    rc, _, stderr = _build(str(tmp_path / "m.toml"), "-o", str(tmp_path / "o"))
+    assert rc == 2
+    assert stderr.count("nope.onnx") == 1 and "does not exist" in stderr
+    assert not (tmp_path / "o").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kiln.cache import Built, CompileKey, open_cache
 
-from kiln import cache_cli
+from kiln.cli import cache as cache_cli
 
 
 def run(*argv: str) -> tuple[int, str, str]:

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kiln.cli import main
-from kiln.runtime import load_vmfb
+from kiln.client.runtime import load_vmfb
 from tests.graphs import onnx_mlp, onnx_mlp_reference
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mlp.mlir"
@@ -95,3 +96,11 @@ def test_onnx_with_external_weights_beside_it_compiles(tmp_path: Path) -> None:
     x = np.ones((4, 8), np.float32)
     mod = load_vmfb(out.read_bytes(), driver="local-task")
     np.testing.assert_allclose(mod["mlp"](x), onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
+
+
+def test_option_prefixes_are_not_expanded(capsys: pytest.CaptureFixture[str]) -> None:
+    # `--compile remote` must never be read as `--compile-timeout remote` (issue 17).
+    code, _, _ = run("serve", "--compile", "remote")
+    assert code == 2 and "unrecognized arguments: --compile remote" in capsys.readouterr().err
+    code, _, _ = run("compile", "x.onnx", "-t", "cpu", "--time", "5")
+    assert code == 2 and "unrecognized arguments: --time" in capsys.readouterr().err

@@ -13,10 +13,10 @@ import httpx
 import numpy as np
 import pytest
 
-from kiln import resolver
+from kiln.client import resolver
 from kiln.client import AsyncClient, Client
 from kiln.errors import IntegrityError
-from kiln.resolver import Candidate
+from kiln.client.resolver import Candidate
 from tests.graphs import LINALG, onnx_mlp, onnx_mlp_reference
 from tests.server import kiln_server
 

@@ -13,8 +13,8 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from kiln.pipeline import Pipeline
-from kiln.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.runtime import load_vmfb
 from kiln.targets import normalize_options, parse_target
 from tests.graphs import onnx_model
 
@@ -194,7 +194,7 @@ def _at_global_optimization(pipeline: Pipeline, data: bytes, tmp_path: Any) -> t
     from iree.compiler import ir
     from iree.compiler.api import Session
 
-    from kiln.worker_tasks import cli_command
+    from kiln.compiler.tasks import cli_command
 
     graph = pipeline.prepare(data)
     flags = pipeline.flags_for(parse_target(CPU), normalize_options(TILED), graph=graph)
@@ -305,7 +305,7 @@ def test_a_failing_rewrite_is_a_clean_compile_error(
 ) -> None:
     from kiln.errors import CompileError
     from kiln.lowering import layout
-    from kiln.worker_tasks import compile_module
+    from kiln.compiler.tasks import compile_module
 
     def boom(module: Any) -> int:
         raise RuntimeError("rewrite bug")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
+from kiln.compiler.tasks import CompileJob
 from tests.graphs import LINALG
 
 REFORMATTED = """
@@ -58,10 +59,9 @@ def test_engines_agree_byte_for_byte(pipeline: Pipeline) -> None:
     spec = parse_target("cpu")
     outs = [
         pipeline.pool.run(
-            "compile_module",
-            {"mlir": g.mlir, "flags": list(spec.flags), "engine": engine},
+            CompileJob(mlir=g.mlir, flags=tuple(spec.flags), engine=engine),
             timeout=120,
-        )["data"]
+        ).data
         for engine in ("session", "cli")
     ]
     assert outs[0] == outs[1]
@@ -78,12 +78,12 @@ def test_the_same_onnx_model_twice_has_one_digest(pipeline: Pipeline) -> None:
 def test_the_canonical_form_does_not_depend_on_the_dialects_loaded_up_front(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A worker's context loads only the dialects the parser meets (kiln.worker_tasks._context);
+    # A worker's context loads only the dialects the parser meets (kiln.compiler.tasks._context);
     # the canonical text, and so the digest and the cache key, must be the one a context with
     # every registered dialect loaded prints.
     from iree.compiler import ir
 
-    from kiln import worker_tasks
+    from kiln.compiler import tasks as worker_tasks
     from tests.graphs import STABLEHLO, TORCH, TOSA, onnx_mlp
 
     inputs = [g.encode() for g in (LINALG, STABLEHLO, TOSA, TORCH, REFORMATTED)] + [onnx_mlp()]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kiln.dialects.types import InputDialect
-from kiln.pipeline import Pipeline
-from kiln.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.runtime import load_vmfb
 from tests.graphs import CASES, onnx_mlp, onnx_mlp_reference
 
 TARGETS = ["cpu", "vulkan"]

@@ -8,8 +8,8 @@ import pytest
 from iree.compiler import ir
 
 from kiln.lowering.entry_points import add_async_entry_points
-from kiln.pipeline import Pipeline
-from kiln.runtime import _polling_invoker_class, load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.runtime import _polling_invoker_class, load_vmfb
 
 CPU = "cpu:x86_64"
 

@@ -1,4 +1,4 @@
-"""The compile queue's order between clients (kiln.fair_queue): a newcomer's job runs before a
+"""The compile queue's order between clients (kiln.compiler.fair_queue): a newcomer's job runs before a
 backlog's next one, clients with backlogs alternate, one client alone is FIFO, and a pool's stop
 markers wait until every job has been taken."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from kiln.fair_queue import LAST, TENANT, FairQueue
+from kiln.compiler.fair_queue import LAST, TENANT, FairQueue
 
 
 def _drain(q: FairQueue[str]) -> list[str]:

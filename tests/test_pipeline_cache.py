@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kiln.cache import open_cache
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.graphs import LINALG
 from tests.test_determinism import REFORMATTED
 

@@ -10,10 +10,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from kiln.errors import InvalidRequest
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from kiln.targets import normalize_options, parse_target
 from kiln.targets.presets import PRESETS, autotune_presets, merge_flags, preset_flags
-from kiln.runtime import load_vmfb
+from kiln.client.runtime import load_vmfb
 from tests.graphs import onnx_mlp, onnx_mlp_reference
 
 CPU = "cpu:x86_64:generic"
@@ -139,7 +139,7 @@ def test_below_avx512_a_cnn_defaults_to_im2col() -> None:
 
 def _host_runs(level: str) -> bool:
     """Whether this machine executes code built for the x86 ``level``."""
-    from kiln.resolver import detect_cpu
+    from kiln.client.resolver import detect_cpu
     from kiln.targets.cpu import LEVELS, isa_level
 
     host = detect_cpu()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kiln import resolver
-from kiln.resolver import CpuInfo, DeviceInfo, detect_cpu, rank
+from kiln.client import resolver
+from kiln.client.resolver import CpuInfo, DeviceInfo, detect_cpu, rank
 from kiln.targets import parse_target
 from kiln.targets.toolchain import llvm_cpu_catalog
 

@@ -1,4 +1,4 @@
-"""The client runtime's call path (kiln.runtime): the polling wait on local-task against the
+"""The client runtime's call path (kiln.client.runtime): the polling wait on local-task against the
 blocking one, on real executables compiled by Kiln and run on this machine's CPU.
 
 Every graph Kiln compiles has an asynchronous form of each entry point (``main$async``), which
@@ -15,8 +15,8 @@ import threading
 import numpy as np
 import pytest
 
-from kiln.pipeline import Pipeline
-from kiln.runtime import _polling_invoker_class, load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.runtime import _polling_invoker_class, load_vmfb
 from kiln.targets.toolchain import iree_compile_path
 from tests import graphs
 from tests.graphs import onnx_model
@@ -106,7 +106,7 @@ def test_local_task_polls_and_gets_the_same_results_as_blocking(vmfb: bytes) -> 
 def test_importing_the_runtime_module_does_not_import_iree_runtime() -> None:
     import subprocess
 
-    code = "import sys, kiln.runtime, kiln.client; print('iree.runtime' in sys.modules)"
+    code = "import sys, kiln.client.runtime, kiln.client; print('iree.runtime' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "False"

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from kiln.runtime import load_vmfb
+from kiln.client.runtime import load_vmfb
 from tests.graphs import LINALG, STABLEHLO, TOSA
 from tests.server import KilnServer, kiln_server
 from tests.test_determinism import REFORMATTED

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from kiln import cli, serve_cli
+import kiln.cli as cli
+from kiln.cli import serve as serve_cli
 from kiln.service.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]

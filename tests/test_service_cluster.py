@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kiln.runtime import load_vmfb
+from kiln.client.runtime import load_vmfb
 from tests.conftest_redis import RedisServer
 from tests.graphs import LINALG
 from tests.server import kiln_server

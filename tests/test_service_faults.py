@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
-from kiln.runtime import load_vmfb
+from kiln.client.runtime import load_vmfb
 from tests.server import kiln_server
 
 pytestmark = pytest.mark.slow

@@ -12,12 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.server import KilnServer, kiln_server
+from tests.server import kiln_server
 
 
 def _big_onnx() -> bytes:
     """y = x + c with a 4 MiB random constant: the executable carries it (does not fit 1 MiB)."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     c = np.random.default_rng(3).standard_normal(1 << 20).astype(np.float32)

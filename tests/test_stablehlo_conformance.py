@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.conformance.isolated import IsolatedChild
 from tests.conformance.stablehlo.cases import compare, runnable
 from tests.conformance.stablehlo.runner import (

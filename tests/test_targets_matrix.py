@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from kiln.targets import kinds
 from tests import artifacts
 

@@ -14,9 +14,9 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from kiln.pipeline import Pipeline
-from kiln.resolver import detect_cpu
-from kiln.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.client.resolver import detect_cpu
+from kiln.client.runtime import load_vmfb
 from kiln.targets import normalize_options, parse_target
 from tests.graphs import onnx_model
 
@@ -65,7 +65,7 @@ def _at_executable_configurations(
     from iree.compiler import ir
     from iree.compiler.api import Session
 
-    from kiln.worker_tasks import cli_command
+    from kiln.compiler.tasks import cli_command
 
     graph = pipeline.prepare(data)
     flags = pipeline.flags_for(parse_target(target), normalize_options({}), graph=graph)

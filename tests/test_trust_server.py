@@ -176,7 +176,7 @@ def test_the_sdk_verifies_before_loading(srv: KilnServer, tmp_path: Path,
     from kiln import IntegrityError
     from kiln.client import Client
     from kiln.provenance import Signer
-    from kiln.resolver import Candidate
+    from kiln.client.resolver import Candidate
 
     cpu = [Candidate("cpu", "local-task")]
     pem = _server_pem(srv)
@@ -262,7 +262,7 @@ def test_kiln_build_writes_provenance_that_kiln_verify_checks(
 def test_a_runtime_of_another_series_gets_409_and_the_sdk_says_what_to_install(
     srv: KilnServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kiln.client
+    import kiln.client.sdk
     from kiln.errors import IncompatibleRuntime
 
     c = srv.client()
@@ -278,8 +278,8 @@ def test_a_runtime_of_another_series_gets_409_and_the_sdk_says_what_to_install(
     assert bad.status_code == 400
 
     # The SDK sends the installed runtime's version; with another series it explains.
-    assert (kiln.client.runtime_version() or "").startswith("3.13.")
-    monkeypatch.setattr(kiln.client, "runtime_version", lambda: "3.14.1")
+    assert (kiln.client.sdk.runtime_version() or "").startswith("3.13.")
+    monkeypatch.setattr(kiln.client.sdk, "runtime_version", lambda: "3.14.1")
     with kiln.client.Client(srv.url) as sdk, pytest.raises(IncompatibleRuntime) as exc:
         sdk.compile(LINALG, targets=["cpu"])
     assert "iree-base-runtime==3.13.*" in exc.value.message

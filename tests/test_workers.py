@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kiln.errors import CompileError, CompileTimeout
-from kiln.workers import WorkerPool
+from kiln.compiler.workers import WorkerPool
+from kiln.compiler.tasks import CompileJob
 
 # A module big enough that compiling it takes well over the tiny timeouts below.
 BIG = "\n".join(
@@ -29,22 +30,21 @@ def pool() -> WorkerPool:
 
 def test_timeout_kills_and_replaces_the_worker(pool: WorkerPool) -> None:
     with pytest.raises(CompileTimeout) as info:
-        pool.run("compile_module", {"mlir": BIG, "flags": CPU, "engine": "session"}, timeout=0.3)
+        pool.run(CompileJob(mlir=BIG, flags=tuple(CPU), engine="session"), timeout=0.3)
     assert info.value.code == "compile_timeout"
     started = pool.workers_started
     out = pool.run(
-        "compile_module",
-        {"mlir": "func.func @f() { return }", "flags": CPU, "engine": "session"},
+        CompileJob(mlir="func.func @f() { return }", flags=tuple(CPU), engine="session"),
         timeout=120,
     )
-    assert out["data"][:8] and pool.workers_started == started
+    assert out.data[:8] and pool.workers_started == started
 
 
 def test_memory_cap_is_a_clean_error() -> None:
     # 500 MiB of address space is too little for this compile: the job fails, nothing hangs.
     with WorkerPool(1, memory_limit=500 << 20) as small:
         with pytest.raises(CompileError) as info:
-            small.run("compile_module", {"mlir": BIG, "flags": CPU, "engine": "session"}, timeout=120)
+            small.run(CompileJob(mlir=BIG, flags=tuple(CPU), engine="session"), timeout=120)
         assert info.value.code == "compile_failed"
         assert "out of memory" in info.value.message
 
@@ -59,7 +59,7 @@ def test_keep_temps_keeps_the_input_command_and_intermediates(
     bad = 'func.func @main() {\n  "foo.bar"() : () -> ()\n  return\n}'
     with WorkerPool(1) as p:  # started after the variable is set: workers inherit it
         with pytest.raises(CompileError) as info:
-            p.run("compile_module", {"mlir": bad, "flags": CPU, "engine": "cli"}, timeout=120)
+            p.run(CompileJob(mlir=bad, flags=tuple(CPU), engine="cli"), timeout=120)
     temps = Path(info.value.detail["temps"])
     assert temps.parent == keep
     assert (temps / "input.mlir").read_text() == bad

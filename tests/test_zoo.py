@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import cpu_matrix, zoo
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 
 MLP = (ROOT / "examples" / "mlp.mlir").read_bytes()
 

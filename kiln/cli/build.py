@@ -1,4 +1,4 @@
-"""``kiln build MANIFEST [-o DIR] [--server URL] [--jobs N]`` (see ``kiln.build``).
+"""``kiln build MANIFEST [-o DIR] [--server URL] [--jobs N]`` (see ``kiln.cli.manifest``).
 
 Exit status: 0 when every model × target was built; 1 when any failed (the others are still
 written, and every failure is listed at the end); 2 for a bad manifest or usage.
@@ -13,14 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from kiln.build import BuildReport, EmbeddedBackend, RemoteBackend, build, read_manifest
+from kiln.cli.backends import open_backend
+from kiln.cli.manifest import BuildReport, build, read_manifest
 from kiln.errors import InvalidRequest
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    b = sub.add_parser("build", help="compile a TOML manifest's models × targets into a directory")
+    b = sub.add_parser("build", allow_abbrev=False, help="compile a TOML manifest's models × targets into a directory")
     b.add_argument("manifest", help="TOML manifest with [[models]] name, path, targets")
     b.add_argument("-o", "--output", default="build", help="output directory (default: ./build)")
     b.add_argument("--server", help="compile on a Kiln server instead of in-process")
@@ -29,23 +30,6 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--cache-dir", help="cache directory (default: KILN_CACHE_DIR or ~/.cache/kiln)")
     b.add_argument("--workers", type=int, default=None, help="compile worker processes (embedded)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-@contextlib.contextmanager
-def _backend(args: argparse.Namespace) -> Iterator[Any]:
-    if args.server:
-        from kiln.client import Client
-
-        with Client(args.server, token=args.token) as client:
-            yield RemoteBackend(client)
-        return
-    from kiln.cache import open_cache
-    from kiln.pipeline import Pipeline
-    from kiln.provenance import Authority
-
-    cache = open_cache(cache_dir=args.cache_dir, authority=Authority.from_env())
-    with Pipeline(cache=cache, workers=args.workers) as pipe:
-        yield EmbeddedBackend(pipe, cache)
 
 
 @contextlib.contextmanager
@@ -72,7 +56,9 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
         return 2
     total = sum(len(m.targets) for m in models)
     show = not args.no_progress and stderr.isatty() and not os.environ.get("PYTEST_CURRENT_TEST")
-    with _backend(args) as backend, _progress(total, stderr, show) as advance:
+    with open_backend(server=args.server, token=args.token, cache_dir=args.cache_dir,
+                      workers=args.workers) as backend, \
+            _progress(total, stderr, show) as advance:
         report = build(models, args.output, backend, jobs=args.jobs, on_done=advance)
     _summary(report, Path(args.output), stdout=stdout, stderr=stderr)
     return 0 if report.ok else 1

@@ -41,7 +41,7 @@ def format_size(n: int) -> str:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """``kiln cache`` with its subcommands; the shared options go before or after the subcommand
     (``kiln cache --cache-dir D stats`` and ``kiln cache stats --cache-dir D`` both work)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument(
         "--cache-dir",
         default=argparse.SUPPRESS,
@@ -56,7 +56,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the result as JSON"
     )
     p = subparsers.add_parser(
-        "cache", parents=[common], help="inspect, check and trim the artifact cache"
+        "cache", allow_abbrev=False, parents=[common], help="inspect, check and trim the artifact cache"
     )
     sub = p.add_subparsers(dest="cache_command", required=True)
     sub.add_parser("stats", parents=[common], help="entries and bytes per backend")
@@ -144,7 +144,7 @@ def _gc(cache: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rep = cache.gc(bound)
     swept = 0
     if cache.disk is not None:  # the temporary directories of daemons that died (SIGKILL)
-        from kiln.workers import sweep_stale_temps
+        from kiln.compiler.workers import sweep_stale_temps
 
         swept = sweep_stale_temps(cache.disk.root / "tmp")
     if args.json:

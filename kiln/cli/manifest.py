@@ -10,7 +10,7 @@ Output: ``DIR/<model>.<target>.vmfb`` per success, beside it its signed provenan
 ``DIR/<model>.<target>.vmfb.provenance.json`` (a DSSE envelope: ``kiln verify`` checks it), and
 ``DIR/manifest.json``: ``{"artifacts": [{model, target, path, provenance, digest, key, cached,
 flags, rewrites}], "errors": [{model, target, error}]}`` in manifest order (``provenance`` is
-null when the cache or server signed nothing). Embedded (``kiln.pipeline`` with the
+null when the cache or server signed nothing). Embedded (``kiln.compiler.pipeline`` with the
 disk cache) or remote (``Client``).
 
 Failure semantics: a bad manifest (unreadable, not TOML, missing fields) raises ``InvalidRequest``
@@ -29,9 +29,13 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kiln.errors import InvalidRequest, KilnError
+from kiln.files import atomic_write
+
+if TYPE_CHECKING:
+    from kiln.cli.backends import Backend
 
 __all__ = ["BuildEntry", "BuildError", "BuildReport", "Model", "build", "read_manifest"]
 
@@ -122,21 +126,11 @@ def read_manifest(path: str | os.PathLike[str]) -> list[Model]:
         options = m.get("options", {})
         if not isinstance(options, dict):
             raise InvalidRequest(f"{where}: 'options' must be a table")
-        models.append(Model(name, mpath.parent / gpath, tuple(targets), dict(options)))
+        graph = mpath.parent / gpath
+        if not graph.is_file():
+            raise InvalidRequest(f"{where}: the model file {graph} does not exist")
+        models.append(Model(name, graph, tuple(targets), dict(options)))
     return models
-
-
-class Backend(Protocol):
-    """Compiles one model for its targets.
-
-    ``compile`` returns ``(artifacts, errors)``, where artifacts are ``(target, digest, key,
-    cached, flags, rewrites, data, provenance)`` (``provenance``: the DSSE envelope, or None)
-    and errors ``(target, KilnError)``; it raises only for failures of the whole model (its
-    graph).
-    """
-
-    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
-                                                          list[tuple[str, KilnError]]]: ...
 
 
 def artifact_name(model: str, target: str) -> str:
@@ -169,22 +163,23 @@ def build(
         errors: list[BuildError] = []
         try:
             data = m.path.read_bytes()
-            arts, errs = backend.compile(m, data)
+            res = backend.compile(data, targets=m.targets, options=m.options or None,
+                                  source_dir=str(m.path.resolve().parent))
         except OSError as exc:
             err = InvalidRequest(f"cannot read {m.path}: {exc.strerror}")
             return [], [BuildError(m.name, t, err) for t in m.targets]
         except KilnError as exc:
             return [], [BuildError(m.name, t, exc) for t in m.targets]
-        for target, digest, key, cached, flags, rewrites, blob, envelope in arts:
-            rel = artifact_name(m.name, target)
-            _write(out / rel, blob)
+        for a in res.artifacts:
+            rel = artifact_name(m.name, a.target)
+            atomic_write(out / rel, a.data)
             prov = None
-            if envelope is not None:
+            if a.provenance is not None:
                 prov = rel + ".provenance.json"
-                _write(out / prov, (json.dumps(envelope, indent=2) + "\n").encode())
-            entries.append(BuildEntry(m.name, target, rel, digest, key, cached, flags, rewrites,
-                                      prov))
-        errors.extend(BuildError(m.name, t, e) for t, e in errs)
+                atomic_write(out / prov, (json.dumps(a.provenance, indent=2) + "\n").encode())
+            entries.append(BuildEntry(m.name, a.target, rel, a.digest, a.key, a.cached, a.flags,
+                                      a.rewrites, prov))
+        errors.extend(BuildError(m.name, t, e) for t, e in res.errors)
         return entries, errors
 
     results: dict[str, tuple[list[BuildEntry], list[BuildError]]] = {}
@@ -199,105 +194,5 @@ def build(
     for m in models:  # manifest order, whatever the completion order
         report.artifacts.extend(results[m.name][0])
         report.errors.extend(results[m.name][1])
-    _write(out / "manifest.json", (json.dumps(report.to_json(), indent=2) + "\n").encode())
+    atomic_write(out / "manifest.json", (json.dumps(report.to_json(), indent=2) + "\n").encode())
     return report
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-# -- backends -------------------------------------------------------------------------------------
-
-def _split_targets(m: Model) -> tuple[list[str], list[tuple[str, KilnError]]]:
-    """Targets the local registry accepts (normalized, de-duplicated) and those it refuses."""
-    from kiln.targets import parse_target
-
-    good: list[str] = []
-    bad: list[tuple[str, KilnError]] = []
-    for t in m.targets:
-        try:
-            norm = parse_target(t).target
-        except KilnError as exc:
-            bad.append((t, exc))
-            continue
-        if norm not in good:
-            good.append(norm)
-    return good, bad
-
-
-#: One built artifact: (target, digest, key, cached, flags, rewrites, bytes, provenance).
-BuiltArtifact = tuple[
-    str, str, str, bool, tuple[str, ...], tuple[str, ...], bytes, dict[str, Any] | None
-]
-
-
-class EmbeddedBackend:
-    """The in-process pipeline with the shared disk cache (``kiln compile``'s default)."""
-
-    def __init__(self, pipeline: Any, cache: Any) -> None:
-        self.pipeline = pipeline
-        self.cache = cache
-
-    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
-                                                          list[tuple[str, KilnError]]]:
-        good, errors = _split_targets(model)
-        if not good:
-            return [], errors
-        res = self.pipeline.compile(data, targets=good, options=model.options or None,
-                                    external_data_dir=str(model.path.resolve().parent))
-        arts = []
-        for a in res.artifacts:
-            blob = a.data if a.data is not None else self.cache.read_blob(a.digest)
-            envelope = json.loads(a.provenance) if a.provenance else None
-            arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags), tuple(a.rewrites),
-                         blob, envelope))
-        errors += [(e.target, e.error) for e in res.errors]
-        return arts, errors
-
-
-class RemoteBackend:
-    """A ``kiln serve`` daemon through ``kiln.client.Client`` (one request per model; when the
-    server refuses a target the others are retried one request each, so one bad target costs only
-    itself)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def compile(self, model: Model, data: bytes) -> tuple[list[BuiltArtifact],
-                                                          list[tuple[str, KilnError]]]:
-        from kiln.errors import InvalidRequest, UnsupportedTarget
-        from kiln.provenance import verify_artifact
-
-        opts = model.options or None
-        try:
-            results = [self.client.compile(data, targets=list(model.targets), options=opts)]
-            errors: list[tuple[str, KilnError]] = []
-        except (UnsupportedTarget, InvalidRequest):
-            if len(model.targets) == 1:
-                raise
-            results, errors = [], []
-            for t in model.targets:
-                try:
-                    results.append(self.client.compile(data, targets=[t], options=opts))
-                except KilnError as exc:
-                    errors.append((t, exc))
-        arts = []
-        for res in results:
-            for a in res.artifacts:
-                blob = self.client.fetch(a.digest)
-                envelope = self.client.provenance(a.digest, key=a.key)
-                if self.client.trusted is not None:  # IntegrityError: this target fails
-                    try:
-                        verify_artifact(self.client.trusted, blob, envelope, target=a.target,
-                                        graph_digest=res.graph_digest)
-                    except KilnError as exc:
-                        errors.append((a.target, exc))
-                        continue
-                arts.append((a.target, a.digest, a.key, a.cached, tuple(a.flags),
-                             tuple(a.rewrites), blob, envelope))
-            errors += [(e.target, e.error) for e in res.errors]
-        return arts, errors

@@ -26,6 +26,7 @@ _FLAGS: dict[str, str] = {
     "cache_dir": "KILN_CACHE_DIR",
     "cache_max_bytes": "KILN_CACHE_MAX_BYTES",
     "redis_url": "KILN_REDIS_URL",
+    "s3_url": "KILN_S3_URL",
     "workers": "KILN_WORKERS",
     "prepare_workers": "KILN_PREPARE_WORKERS",
     "compile_timeout": "KILN_COMPILE_TIMEOUT",
@@ -46,7 +47,7 @@ _FLAGS: dict[str, str] = {
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
-        "serve",
+        "serve", allow_abbrev=False,
         help="run the HTTP daemon (REST API of shared/API.md)",
         description="Run the Kiln daemon. Every flag also reads a KILN_* variable; flags win.",
     )
@@ -56,6 +57,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--cache-dir", help="disk cache directory (KILN_CACHE_DIR, default ~/.cache/kiln)")
     a("--cache-max-bytes", type=int, help="disk cache bound, LRU-evicted (KILN_CACHE_MAX_BYTES)")
     a("--redis-url", help="shared Redis cache behind the disk cache (KILN_REDIS_URL)")
+    a("--s3-url", help="object store for the executables, s3://BUCKET[/PREFIX], behind the disk "
+      "cache; endpoint KILN_S3_ENDPOINT_URL, credentials AWS_* (KILN_S3_URL; docs/caching.md)")
     a("--workers", type=int, help="compile worker processes in all (KILN_WORKERS, default: CPUs)")
     a("--prepare-workers", type=int, help="graph import workers (KILN_PREPARE_WORKERS, default 1)")
     a("--compile-timeout", type=float, help="per-target compile timeout, s (KILN_COMPILE_TIMEOUT)")

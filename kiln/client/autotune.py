@@ -1,14 +1,15 @@
 """Autotune: compile a few allow-listed presets, time them on this machine, keep the fastest.
 
-    from kiln.autotune import autotune, pipeline_compiler
+    from kiln.cli.backends import EmbeddedBackend, compile_fn
+    from kiln.client.autotune import autotune
     with Pipeline() as p:
-        result = autotune(data, target=t, compile=pipeline_compiler(p, data, target=t))
+        result = autotune(data, target=t, compile=compile_fn(EmbeddedBackend(p), data, target=t))
     result.options          # {"preset": "conv-direct"} or {} (the default won)
 
 The candidates are presets (``kiln.targets.presets.autotune_presets``), the ``default`` preset
 always among them, so only allow-listed flag sets are ever compiled and the choice is part of every
 later compile key like any other option. ``compile`` is any callable ``options -> executable
-bytes``: the embedded pipeline (``pipeline_compiler``) or the HTTP client, so tuning works in
+bytes``: any ``kiln.cli.backends.Backend`` (``compile_fn``) or the HTTP client, so tuning works in
 both modes and the compile itself is cached where it always is.
 
 Timing: every candidate is loaded with ``iree.runtime`` on ``driver``, warmed up, then all are
@@ -37,14 +38,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from kiln.errors import InvalidRequest, KilnError
-
-if TYPE_CHECKING:
-    from kiln.pipeline import Pipeline
+from kiln.files import atomic_write
 
 __all__ = [
     "TUNING_KEY_VERSION",
@@ -52,7 +51,6 @@ __all__ = [
     "TuneResult",
     "autotune",
     "default_tuning_dir",
-    "pipeline_compiler",
     "tuned_options",
 ]
 
@@ -124,7 +122,7 @@ def autotune(
     ``refresh=True`` re-tunes even when a choice is stored. Raises ``InvalidRequest`` for an
     unknown preset and the ``default`` compile's own error if even that fails.
     """
-    from kiln.runtime import driver_for_target
+    from kiln.client.runtime import driver_for_target
     from kiln.targets.presets import PRESETS, autotune_presets
 
     target = _normalize_target(target)
@@ -233,22 +231,6 @@ def tuned_options(
     return autotune(graph, target=target, compile=compile, **kwargs).options
 
 
-def pipeline_compiler(pipeline: Pipeline, graph: bytes, *, target: str) -> CompileFn:
-    """A ``CompileFn`` over an embedded ``Pipeline`` (its cache, if any, serves repeats)."""
-
-    def compile_with(options: Mapping[str, Any]) -> bytes:
-        result = pipeline.compile(graph, targets=[target], options=dict(options))
-        if result.errors:
-            raise result.errors[0].error
-        art = result.artifacts[0]
-        if art.data is not None:
-            return art.data
-        assert pipeline.cache is not None
-        return pipeline.cache.read_blob(art.digest)
-
-    return compile_with
-
-
 # -- keys ------------------------------------------------------------------------------------
 
 
@@ -285,7 +267,7 @@ def _runtime_version() -> str:
 @functools.cache
 def _device_name(driver: str) -> str:
     if driver.startswith("local"):
-        from kiln.resolver import detect_cpu
+        from kiln.client.resolver import detect_cpu
 
         cpu = detect_cpu()
         return f"{cpu.model_name} | {cpu.target} | {os.cpu_count()} cpus"
@@ -329,10 +311,7 @@ def _read_entry(path: Path) -> dict[str, Any] | None:
 
 
 def _write_entry(path: Path, doc: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
 
 
 # -- graphs, inputs, outputs -----------------------------------------------------------------
@@ -459,7 +438,7 @@ def _declaration(data: bytes, function: str | None) -> str:
 
 
 def _load(data: bytes, *, driver: str, function: str | None) -> tuple[Callable[..., Any], str]:
-    from kiln.runtime import load_vmfb
+    from kiln.client.runtime import load_vmfb
 
     mod = load_vmfb(data, driver=driver)
     name = function

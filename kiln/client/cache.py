@@ -17,9 +17,10 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from kiln.files import atomic_write
 
 __all__ = ["LocalCache", "default_client_cache_dir", "request_key"]
 
@@ -100,14 +101,6 @@ class LocalCache:
 
     def _write(self, path: Path, data: bytes) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write(path, data)
         except OSError as exc:
             log.warning("cannot write the local cache at %s: %s", path, exc)

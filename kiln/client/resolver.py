@@ -1,6 +1,6 @@
 """What this machine can run: detect its devices and CPU; rank Kiln targets best first, CPU last.
 
-    from kiln.resolver import candidates
+    from kiln.client.resolver import candidates
     candidates("auto")   # [Candidate("cuda:sm_90", "cuda", ...), ..., Candidate("cpu:x86_64:...")]
 
 Sources: ``iree.runtime`` drivers and their devices (cuda → ``sm_XX`` from the driver library's

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import httpx
 
-from kiln.client_cache import LocalCache, request_key
-from kiln.client_types import (
+from kiln.client.cache import LocalCache, request_key
+from kiln.client.types import (
     RemoteArtifact,
     RemoteCompileResult,
     RemoteTargetError,
@@ -61,12 +61,12 @@ from kiln.errors import (
     UnsupportedTarget,
 )
 from kiln.provenance import KeyRing, split_paths, verify_artifact
-from kiln.runtime import LoadedModule
+from kiln.client.runtime import LoadedModule
 
 if TYPE_CHECKING:
     import onnx
 
-    from kiln.resolver import Candidate
+    from kiln.client.resolver import Candidate
 
 __all__ = [
     "AsyncClient",
@@ -304,7 +304,7 @@ class _Base:
                         graph_digest=rec.get("graph_digest"))
 
     def _candidates(self, device: str, candidates: Sequence[Candidate] | None) -> list[Candidate]:
-        from kiln.resolver import candidates as detect
+        from kiln.client.resolver import candidates as detect
 
         cands = list(candidates) if candidates is not None else detect(device)
         if not cands:
@@ -458,7 +458,7 @@ class Client(_Base):
 
         ``autotune=True`` (without ``options``): compile a few allow-listed presets for the chosen
         target, time them on this device, keep the fastest (the default preset is always a
-        candidate and wins ties), and remember the choice locally (kiln.autotune) so the next load
+        candidate and wins ties), and remember the choice locally (kiln.client.autotune) so the next load
         on this hardware uses it without tuning."""
         data, fmt = read_graph(graph)
         tried: list[tuple[str, KilnError]] = []
@@ -477,7 +477,7 @@ class Client(_Base):
         raise _no_target(tried)
 
     def _tuned(self, data: bytes, target: str, fmt: str | None) -> dict[str, Any]:
-        from kiln.autotune import tuned_options
+        from kiln.client.autotune import tuned_options
 
         def compile_with(opts: Any) -> bytes:
             return self.artifact(data, target, options=dict(opts) or None, format=fmt)[0]

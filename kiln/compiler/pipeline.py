@@ -1,25 +1,36 @@
-"""The compile pipeline: graph bytes in, executables out. Embedded mode, the daemon and ``kiln
+"""The compile engine: graph bytes in, executables out. Embedded mode, the daemon and ``kiln
 build`` all run this one path:
 
     parse targets (allow-list)  →  prepare in a worker (detect, import, verify, canonicalize)
-      →  per target, in parallel: key → cache (single-flight) → compile in a worker
+      →  per target, in parallel: plan (flags, rewrites) → key → cache (single-flight)
+         → compile in a worker  →  collect
 
 Errors: a bad target or option fails the whole request before any work (``unsupported_target``,
 ``invalid_request``); a bad graph fails it after ``prepare`` (``invalid_graph``); a target whose
 compile fails lands in ``CompileResult.errors`` while the other targets succeed.
+
+Failures are remembered: a (graph digest, target, options) whose compile timed out or failed
+answers the same error for ``failure_ttl`` seconds without running the compiler again (issue 21:
+a 600-byte graph held a worker for the whole timeout, and re-sending it cost the same again).
+The remembered error says so in ``detail.remembered`` with the seconds it is still kept.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
+import copy
 import hashlib
+import json
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kiln.dialects.types import GraphFormat, GraphTraits, InputDialect, PreparedGraph
+from kiln.dialects.types import InputDialect, PreparedGraph
 from kiln.errors import (
     CompileError,
     CompileTimeout,
@@ -33,10 +44,12 @@ from kiln.targets.cpu import cpu_model
 from kiln.targets.options import CompileOptions
 from kiln.targets.presets import merge_flags, preset_flags, preset_rewrites
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
-from kiln.workers import WorkerPool
+from kiln.compiler.tasks import CompileJob, Compiled, PrepareJob
+from kiln.compiler.workers import WorkerPool
 
 if TYPE_CHECKING:
     from kiln.cache import ArtifactCache
+    from kiln.cache.key import CompileKey
 
 __all__ = ["MAX_TARGETS", "Artifact", "CompileResult", "Pipeline", "TargetError"]
 
@@ -53,11 +66,22 @@ class Artifact:
     compile_seconds: float
     flags: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-    data: bytes | None = field(default=None, repr=False, compare=False)
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (kiln.lowering.layout), if any
     #: The signed provenance envelope (JSON text, kiln.provenance) when the cache signs; not
     #: part of the compile answer (GET /v1/artifacts/{hex}/provenance serves it).
     provenance: str = field(default="", repr=False, compare=False)
+    #: The bytes when this process built them; else ``read()`` loads them from the cache.
+    _data: bytes | None = field(default=None, repr=False, compare=False)
+    _load: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def data(self) -> bytes:
+        """The executable's bytes (held, or read from the cache and checked against ``digest``)."""
+        if self._data is not None:
+            return self._data
+        if self._load is None:  # pragma: no cover - every Artifact the engine makes has one
+            raise KilnError(f"the executable {self.digest} is not available")
+        return self._load(self.digest)
 
     @property
     def hex(self) -> str:
@@ -71,7 +95,6 @@ class Artifact:
             "size": self.size,
             "cached": self.cached,
             "compile_seconds": round(self.compile_seconds, 4),
-            "url": f"/v1/artifacts/{self.hex}",
             "flags": list(self.flags),
             "rewrites": list(self.rewrites),
             "warnings": list(self.warnings),
@@ -123,29 +146,44 @@ def parse_targets(targets: Sequence[str]) -> list[TargetSpec]:
 
 
 class Pipeline:
-    """Owns a worker pool and (optionally) an artifact cache. Thread-safe; share one per process."""
+    """The compile engine: owns the worker pools and (optionally) an artifact cache. Thread-safe;
+    share one per process (the service and embedded use alike).
+
+    ``prepare_pool``: graphs are imported there (the service keeps imports off the compile
+    workers); by default in ``pool``.
+    """
 
     def __init__(
         self,
         *,
         cache: ArtifactCache | None = None,
         pool: WorkerPool | None = None,
+        prepare_pool: WorkerPool | None = None,
         workers: int | None = None,
         compile_timeout: float = 300.0,
         prepare_timeout: float = 120.0,
         memory_limit: int | None = 8 << 30,
         engine: str | None = None,
         max_queue: int = 1024,
+        failure_ttl: float = 0.0,
+        fanout_threads: int = MAX_TARGETS * 4,
     ) -> None:
         self.cache = cache
         self.pool = pool or WorkerPool(workers, memory_limit=memory_limit, max_queue=max_queue)
+        self.prepare_pool = prepare_pool or self.pool
         self.compile_timeout = compile_timeout
         self.prepare_timeout = prepare_timeout
         self.engine = engine or os.environ.get("KILN_COMPILE_ENGINE", "session")
         if self.engine not in ("session", "cli"):
             raise ValueError("engine must be 'session' or 'cli'")
+        self.failure_ttl = failure_ttl
+        # (graph digest, target, options) -> (monotonic expiry, the error); bounded, oldest out
+        self._failures: OrderedDict[tuple[str, str, str], tuple[float, CompileError]] = (
+            OrderedDict()
+        )
+        self._failures_lock = threading.Lock()
         self._fanout = concurrent.futures.ThreadPoolExecutor(
-            max_workers=MAX_TARGETS * 4, thread_name_prefix="kiln-target"
+            max_workers=fanout_threads, thread_name_prefix="kiln-target"
         )
         self.on_compile: Callable[[str, str, float], None] | None = None  # (kind, outcome, s)
         # outcome: ok | error | timeout | rejected (compile queue full: no compiler ran)
@@ -159,10 +197,10 @@ class Pipeline:
     def prepare(
         self, data: bytes, *, format: str | None = None, external_data_dir: str | None = None
     ) -> PreparedGraph:
+        """Detect, import, verify and canonicalize ``data`` in a worker (``invalid_graph``)."""
         try:
-            out = self.pool.run(
-                "prepare",
-                {"data": data, "declared_format": format, "external_data_dir": external_data_dir},
+            graph: PreparedGraph = self.prepare_pool.run(
+                PrepareJob(data, format, external_data_dir),
                 timeout=self.prepare_timeout,
                 command_hint=["kiln-import"],
             )
@@ -173,14 +211,7 @@ class Pipeline:
             raise InvalidGraph(
                 f"the graph crashed the importer/parser: {exc.message}", detail=exc.detail
             ) from None
-        return PreparedGraph(
-            mlir=out["mlir"],
-            digest=out["digest"],
-            input_format=GraphFormat(out["input_format"]),
-            input_dialect=InputDialect(out["input_dialect"]),
-            functions=tuple(out["functions"]),
-            traits=GraphTraits.from_json(out.get("traits")),
-        )
+        return graph
 
     def flags_for(
         self, spec: TargetSpec, options: CompileOptions, *, graph: PreparedGraph | None = None
@@ -206,27 +237,37 @@ class Pipeline:
         return preset_rewrites(spec.kind, options.preset, arch=spec.arch, cpu=cpu,
                                features=features, traits=traits)
 
+    def key_for(
+        self, graph: PreparedGraph, spec: TargetSpec, options: CompileOptions
+    ) -> CompileKey:
+        """The compile key: everything that decides the executable's bytes (docs/caching.md)."""
+        from kiln.cache.key import CompileKey
+
+        ident = self.compiler
+        return CompileKey(
+            graph_digest=graph.digest,
+            target=spec.target,
+            options=tuple(sorted(options.to_json().items())),
+            flags=self.flags_for(spec, options, graph=graph),
+            compiler_version=ident.version,
+            compiler_hash=ident.hash,
+            rewrites=self.rewrites_for(spec, options, graph=graph),
+        )
+
     def compile_prepared(
         self, graph: PreparedGraph, spec: TargetSpec, options: CompileOptions
     ) -> Artifact:
-        flags = self.flags_for(spec, options, graph=graph)
-        rewrites = self.rewrites_for(spec, options, graph=graph)
-        ident = self.compiler
+        """One target: the cache's answer, or a compile in a worker (single-flight per key)."""
+        ckey = self.key_for(graph, spec, options)
+        flags, rewrites = ckey.flags, ckey.rewrites
 
-        def build() -> tuple[bytes, float, list[str]]:
+        def build() -> Compiled:
             t0 = time.perf_counter()
             outcome = "error"
             try:
-                out = self.pool.run(
-                    "compile_module",
-                    {
-                        "mlir": graph.mlir,
-                        "flags": list(flags),
-                        "module_attr": spec.module_attr,
-                        "engine": self.engine,
-                        "timeout": self.compile_timeout,
-                        "rewrites": list(rewrites),
-                    },
+                out: Compiled = self.pool.run(
+                    CompileJob(graph.mlir, tuple(flags), spec.module_attr, self.engine,
+                               self.compile_timeout, tuple(rewrites)),
                     timeout=self.compile_timeout + 5,
                     command_hint=_command(flags),
                 )
@@ -240,48 +281,53 @@ class Pipeline:
             finally:
                 if self.on_compile is not None:
                     self.on_compile(spec.kind, outcome, time.perf_counter() - t0)
-            return out["data"], out["seconds"], list(out["warnings"])
+            return out
 
         if self.cache is None:
-            data, seconds, warnings = build()
-            digest = "sha256:" + hashlib.sha256(data).hexdigest()
-            key = hashlib.sha256(
-                repr((graph.digest, spec.target, flags, rewrites, ident.hash)).encode()
-            ).hexdigest()
+            out = build()
             return Artifact(
-                spec.target, key, digest, len(data), False, seconds, flags, tuple(warnings), data,
-                rewrites=rewrites,
+                spec.target, ckey.digest(), "sha256:" + hashlib.sha256(out.data).hexdigest(),
+                len(out.data), False, out.seconds, tuple(flags), out.warnings,
+                rewrites=tuple(rewrites), _data=out.data,
             )
         from kiln.cache import Built
-        from kiln.cache.key import CompileKey
 
-        ckey = CompileKey(
-            graph_digest=graph.digest,
-            target=spec.target,
-            options=tuple(sorted(options.to_json().items())),
-            flags=flags,
-            compiler_version=ident.version,
-            compiler_hash=ident.hash,
-            rewrites=rewrites,
-        )
+        held: list[bytes] = []
 
         def built() -> Built:
-            data, seconds, warnings = build()
-            return Built(data=data, compile_seconds=seconds, warnings=warnings)
+            out = build()
+            held.append(out.data)
+            return Built(data=out.data, compile_seconds=out.seconds, warnings=list(out.warnings))
 
         res = self.cache.get_or_build(ckey, built)
-        rec = res.record
+        return self._artifact(spec.target, ckey.digest(), res.record, cached=res.cached,
+                              data=held[0] if held and not res.cached else None)
+
+    def lookup(self, target: str, key: str) -> Artifact | None:
+        """The cached artifact under a known compile key (verified), or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.lookup(key)
+        if hit is None:
+            return None
+        return self._artifact(target, key, hit.record, cached=True)
+
+    def _artifact(self, target: str, key: str, rec: Any, *, cached: bool,
+                  data: bytes | None = None) -> Artifact:
+        assert self.cache is not None
         return Artifact(
-            target=spec.target,
-            key=ckey.digest(),
+            target=target,
+            key=key,
             digest=rec.digest,
             size=rec.size,
-            cached=res.cached,
+            cached=cached,
             compile_seconds=rec.compile_seconds,
             flags=tuple(rec.flags),
             warnings=tuple(rec.warnings),
             rewrites=tuple(rec.rewrites),
             provenance=rec.provenance,
+            _data=data,
+            _load=self.cache.read_blob,
         )
 
     # -- the whole request -----------------------------------------------------------------
@@ -298,9 +344,27 @@ class Pipeline:
         specs = parse_targets(targets)
         opts = normalize_options(options)
         graph = self.prepare(data, format=format, external_data_dir=external_data_dir)
-        futures = [
-            self._fanout.submit(self.compile_prepared, graph, spec, opts) for spec in specs
-        ]
+        return self.compile_graph(graph, specs, opts)
+
+    def compile_graph(
+        self, graph: PreparedGraph, specs: Sequence[TargetSpec], options: CompileOptions
+    ) -> CompileResult:
+        """Every target of a prepared graph, in parallel; per-target errors collected."""
+        okey = json.dumps(options.to_json(), sort_keys=True)
+
+        def one(spec: TargetSpec) -> Artifact:
+            fkey = (graph.digest, spec.target, okey)
+            known = self._failure(fkey)
+            if known is not None:
+                raise known
+            try:
+                return self.compile_prepared(graph, spec, options)
+            except CompileError as exc:  # compile_failed, compile_timeout: deterministic
+                self._remember_failure(fkey, exc)
+                raise
+
+        # Each target runs in the caller's context (the fair queue's client is a context variable).
+        futures = [self._fanout.submit(contextvars.copy_context().run, one, spec) for spec in specs]
         artifacts: list[Artifact] = []
         errors: list[TargetError] = []
         for spec, fut in zip(specs, futures, strict=True):
@@ -317,9 +381,37 @@ class Pipeline:
             errors=errors,
         )
 
+    def _failure(self, fkey: tuple[str, str, str]) -> CompileError | None:
+        """The remembered error for ``fkey`` (a copy saying so), or None."""
+        with self._failures_lock:
+            entry = self._failures.get(fkey)
+            if entry is None:
+                return None
+            expires, exc = entry
+            left = expires - time.monotonic()
+            if left <= 0:
+                del self._failures[fkey]
+                return None
+        err = copy.copy(exc)
+        detail = dict(exc.detail) if isinstance(exc.detail, dict) else {}
+        detail["remembered"] = {"seconds_left": round(left, 1)}
+        err.detail = detail
+        return err
+
+    def _remember_failure(self, fkey: tuple[str, str, str], exc: CompileError) -> None:
+        if self.failure_ttl <= 0:
+            return
+        with self._failures_lock:
+            self._failures[fkey] = (time.monotonic() + self.failure_ttl, exc)
+            self._failures.move_to_end(fkey)
+            while len(self._failures) > 4096:
+                self._failures.popitem(last=False)
+
     def close(self) -> None:
         self._fanout.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
+        if self.prepare_pool is not self.pool:
+            self.prepare_pool.close()
 
     def __enter__(self) -> Pipeline:
         return self
@@ -329,6 +421,6 @@ class Pipeline:
 
 
 def _command(flags: Sequence[str]) -> list[str]:
-    from kiln.worker_tasks import cli_command
+    from kiln.compiler.tasks import cli_command
 
     return cli_command(list(flags))

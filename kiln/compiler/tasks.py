@@ -1,6 +1,7 @@
-"""Tasks that run inside compile worker processes (see ``kiln.workers``); never in the caller.
+"""Jobs that run inside compile worker processes (see ``kiln.compiler.workers``); never in the caller.
 
-Each task takes and returns plain, picklable values. Native code (the MLIR parser, the ONNX
+A job is a frozen dataclass (``PrepareJob``, ``CompileJob``: ``JOBS`` lists every one a worker
+accepts) whose ``run()`` returns a picklable result. Native code (the MLIR parser, the ONNX
 importer, the compiler) may crash the process: the pool turns that into a ``CompileError``.
 """
 
@@ -13,7 +14,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kiln.errors import CompileError, CompileFailure, CompileTimeout, Diagnostic, InvalidGraph
 
@@ -24,7 +26,55 @@ _DIAG_RE = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$"
 )
 
-STDERR_PATH: str | None = None  # set by the worker process at start (kiln.workers)
+STDERR_PATH: str | None = None  # set by the worker process at start (kiln.compiler.workers)
+
+if TYPE_CHECKING:
+    from kiln.dialects.types import PreparedGraph
+
+
+@dataclass(frozen=True)
+class PrepareJob:
+    """Detect, import, verify and canonicalize a graph (``prepare``)."""
+
+    name: ClassVar[str] = "prepare"
+    data: bytes
+    declared_format: str | None = None
+    external_data_dir: str | None = None
+
+    def run(self) -> PreparedGraph:
+        return prepare(data=self.data, declared_format=self.declared_format,
+                       external_data_dir=self.external_data_dir)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One executable from ``CompileJob``."""
+
+    data: bytes
+    seconds: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """Compile canonical MLIR text to a .vmfb (``compile_module``)."""
+
+    name: ClassVar[str] = "compile_module"
+    mlir: str
+    flags: tuple[str, ...]
+    module_attr: str | None = None
+    engine: str = "session"
+    timeout: float = 300.0
+    rewrites: tuple[str, ...] = ()
+
+    def run(self) -> Compiled:
+        return compile_module(mlir=self.mlir, flags=list(self.flags), module_attr=self.module_attr,
+                              engine=self.engine, timeout=self.timeout,
+                              rewrites=list(self.rewrites))
+
+
+#: Every job type a worker runs; anything else is refused.
+JOBS: tuple[type, ...] = (PrepareJob, CompileJob)
 
 
 # The dialects IREE's ONNX importer builds ops of without parsing them (its documented contract:
@@ -51,16 +101,13 @@ def _context(*load: str) -> Any:
 
 def prepare(
     *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None
-) -> dict[str, Any]:
-    """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``).
-
-    Returns ``PreparedGraph`` fields, ``traits`` as a JSON object.
-    """
+) -> PreparedGraph:
+    """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``)."""
     from kiln.dialects import mlir as mlir_dialect
     from kiln.dialects import onnx as onnx_dialect
     from kiln.dialects.detect import detect_format, dialect_of
     from kiln.dialects.traits import graph_traits
-    from kiln.dialects.types import GraphFormat, InputDialect
+    from kiln.dialects.types import GraphFormat, InputDialect, PreparedGraph
     from kiln.lowering.canonical import canonicalize, check_expansion, digest_text
     from kiln.lowering.entry_points import add_async_entry_points
 
@@ -100,14 +147,14 @@ def prepare(
     canonical = canonicalize(module)
     del module
     check_expansion(None, request_bytes=sent, text=canonical)
-    return {
-        "mlir": canonical,
-        "digest": digest_text(canonical),
-        "input_format": fmt.value,
-        "input_dialect": dialect.value,
-        "functions": functions,
-        "traits": traits.to_json(),
-    }
+    return PreparedGraph(
+        mlir=canonical,
+        digest=digest_text(canonical),
+        input_format=fmt,
+        input_dialect=dialect,
+        functions=tuple(functions),
+        traits=traits,
+    )
 
 
 def _dir_bytes(path: str | None) -> int:
@@ -166,8 +213,8 @@ def compile_module(
     engine: str = "session",
     timeout: float = 300.0,
     rewrites: list[str] | None = None,
-) -> dict[str, Any]:
-    """Compile canonical MLIR text to a .vmfb. Returns ``{"data", "seconds", "warnings"}``.
+) -> Compiled:
+    """Compile canonical MLIR text to a .vmfb.
 
     ``engine="session"`` runs the compiler library in this (worker) process, warm;
     ``engine="cli"`` runs the native ``iree-compile`` binary as a child of this worker.
@@ -191,7 +238,7 @@ def compile_module(
         raise
     seconds = time.perf_counter() - t0
     warnings = [str(d) for d in parse_diagnostics(stderr) if d.severity == "warning"]
-    return {"data": data, "seconds": seconds, "warnings": warnings}
+    return Compiled(data, seconds, tuple(warnings))
 
 
 def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
-from kiln.fair_queue import LAST, TENANT, FairQueue
+from kiln.compiler.fair_queue import LAST, TENANT, FairQueue
 
 __all__ = ["WorkerPool", "default_pool_size", "sweep_stale_temps"]
 
@@ -89,8 +89,7 @@ def default_pool_size() -> int:
 
 @dataclass
 class _Job:
-    task: str
-    payload: dict[str, Any]
+    job: Any  # one of kiln.compiler.tasks.JOBS
     timeout: float
     future: concurrent.futures.Future[Any]
     command_hint: list[str]
@@ -99,14 +98,14 @@ class _Job:
 def _worker_main(
     conn: multiprocessing.connection.Connection, memory_limit: int | None, stderr_path: str
 ) -> None:
-    """Entry point of a worker process: receive (task, payload), answer ("ok"|"err", value)."""
+    """Entry point of a worker process: receive a job (``tasks.JOBS``), answer ("ok"|"err", value)."""
     import resource
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    from kiln import worker_tasks
+    from kiln.compiler import tasks as worker_tasks
 
     worker_tasks.STDERR_PATH = stderr_path
     while True:
@@ -116,9 +115,12 @@ def _worker_main(
             return
         if msg is None:
             return
-        task, payload = msg
+        job = msg
+        task = getattr(type(job), "name", type(job).__name__)
         try:
-            result = getattr(worker_tasks, task)(**payload)
+            if type(job) not in worker_tasks.JOBS:
+                raise KilnError(f"not a worker job: {type(job).__name__}")
+            result = job.run()
             conn.send(("ok", result))
         except KilnError as exc:
             conn.send(("err", exc))
@@ -146,13 +148,13 @@ class _Slot:
         self.thread.start()
 
     def _spawn(self) -> None:
-        # A fresh interpreter (``python -m kiln.workers FD ...``) rather than multiprocessing's
+        # A fresh interpreter (``python -m kiln.compiler.workers FD ...``) rather than multiprocessing's
         # spawn: it never re-imports the caller's __main__, and it starts no resource tracker.
         parent, child = multiprocessing.Pipe(duplex=True)
         cmd = [
             sys.executable,
             "-m",
-            "kiln.workers",
+            "kiln.compiler.workers",
             str(child.fileno()),
             str(self.pool.memory_limit or 0),
             self.stderr_path,
@@ -204,11 +206,11 @@ class _Slot:
             self._spawn()
         assert self.conn is not None and self.proc is not None
         try:
-            self.conn.send((job.task, job.payload))
+            self.conn.send(job.job)
         except (BrokenPipeError, OSError):
             self._kill()
             self._spawn()
-            self.conn.send((job.task, job.payload))
+            self.conn.send(job.job)
         deadline = time.monotonic() + job.timeout
         while True:
             left = deadline - time.monotonic()
@@ -216,7 +218,7 @@ class _Slot:
                 self._kill()
                 self._spawn()
                 raise CompileTimeout(
-                    f"{job.task} ran past its {job.timeout:g} s timeout and was killed",
+                    f"{job.job.name} ran past its {job.timeout:g} s timeout and was killed",
                     failure=CompileFailure(command=job.command_hint, signal="SIGKILL"),
                 )
             try:
@@ -255,7 +257,7 @@ class _Slot:
             except ValueError:
                 sig = f"signal {-code}"
         what = f"killed by {sig}" if sig else f"exited with status {code}"
-        from kiln.worker_tasks import parse_diagnostics
+        from kiln.compiler.tasks import parse_diagnostics
 
         diags = parse_diagnostics(stderr)
         if any(m in stderr for m in ("out of memory", "bad_alloc", "pthread_create failed")):
@@ -266,7 +268,7 @@ class _Slot:
             hint = " (a compiler crash: this input or target hits a compiler bug)"
         first = next((d.message for d in diags if d.severity == "error"), None)
         return CompileError(
-            f"the compiler process {what}{hint} while running {job.task}"
+            f"the compiler process {what}{hint} while running {job.job.name}"
             + (f": {first}" if first else ""),
             failure=CompileFailure(
                 command=job.command_hint, exit_code=code, signal=sig, stderr=stderr,
@@ -280,7 +282,7 @@ class WorkerPool:
 
     ``submit`` returns a ``concurrent.futures.Future``; ``run`` waits for it. ``max_queue`` bounds the
     jobs waiting for a worker (not counting running ones): past it, ``Overloaded`` is raised at once.
-    Waiting jobs are served round-robin between clients (``kiln.fair_queue``: the ``TENANT``
+    Waiting jobs are served round-robin between clients (``kiln.compiler.fair_queue``: the ``TENANT``
     context variable names the client), and ``max_queue_per_client`` bounds one named client's
     waiting jobs (past it: ``Overloaded`` for that client only).
     """
@@ -334,12 +336,15 @@ class WorkerPool:
 
     def submit(
         self,
-        task: str,
-        payload: dict[str, Any],
+        job: Any,
         *,
         timeout: float,
         command_hint: list[str] | None = None,
     ) -> concurrent.futures.Future[Any]:
+        from kiln.compiler.tasks import JOBS
+
+        if type(job) not in JOBS:
+            raise TypeError(f"not a worker job: {job!r}")
         self._ensure_started()
         # Jobs waiting beyond the idle workers count against max_queue (0: no waiting at all).
         if self._queue.qsize() + self.in_flight >= self.size + self.max_queue:
@@ -354,18 +359,18 @@ class WorkerPool:
                 retry_after=2.0,
             )
         fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put(_Job(task, payload, timeout, fut, list(command_hint or [])), tenant=tenant)
+        self._queue.put(_Job(job, timeout, fut, list(command_hint or [])), tenant=tenant)
         return fut
 
     def run(
         self,
-        task: str,
-        payload: dict[str, Any],
+        job: Any,
         *,
         timeout: float,
         command_hint: list[str] | None = None,
     ) -> Any:
-        return self.submit(task, payload, timeout=timeout, command_hint=command_hint).result()
+        """Run ``job`` (a ``kiln.compiler.tasks`` job) in a worker; its result, or its error."""
+        return self.submit(job, timeout=timeout, command_hint=command_hint).result()
 
     def close(self, *, cancel_pending: bool = True, wait: float = 10.0) -> None:
         """Stop the workers. Pending jobs are cancelled; running jobs get ``wait`` seconds."""

@@ -2,7 +2,7 @@
 
 A node test can crash iree.runtime (a bad executable, a driver fault) or the ONNX importer (native
 code). Each ``IsolatedChild`` is one long-lived child interpreter (``python -m
-tests.conformance.isolated FD``) fed one task at a time over a pipe, like ``kiln.workers``:
+tests.conformance.isolated FD``) fed one task at a time over a pipe, like ``kiln.compiler.workers``:
 
 - the task raises → ``TaskFailed`` with the exception's words; the child lives on;
 - the child dies (signal, abort) → ``TaskCrashed`` naming the signal; a fresh child is started;
@@ -47,7 +47,7 @@ _modules: dict[tuple[str, str], Any] = {}
 
 
 def _module(vmfb: bytes, driver: str) -> Any:
-    from kiln.runtime import LoadedModule
+    from kiln.client.runtime import LoadedModule
 
     return LoadedModule(vmfb, driver=driver)
 

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from tests.conformance.isolated import IsolatedChild, TaskCrashed, TaskFailed, TaskTimeout
 from tests.conformance.suite import NodeTest, Outcome, compare_outputs, node_dir
+from kiln.compiler.tasks import CompileJob
 
 if TYPE_CHECKING:
-    from kiln.pipeline import Pipeline
+    from kiln.compiler.pipeline import Pipeline
 
 __all__ = [
     "TargetResult",
@@ -170,9 +171,7 @@ def run_raw(
     for k in kinds:
         try:
             built = pipeline.pool.run(
-                "compile_module",
-                {"mlir": mlir, "flags": list(RAW_FLAGS[k]), "engine": "session",
-                 "timeout": pipeline.compile_timeout},
+                CompileJob(mlir=mlir, flags=tuple(RAW_FLAGS[k]), engine="session", timeout=pipeline.compile_timeout),
                 timeout=pipeline.compile_timeout + 5,
                 command_hint=["iree-compile", *RAW_FLAGS[k]],
             )
@@ -182,7 +181,7 @@ def run_raw(
         except (CompileError, KilnError) as exc:
             out[k] = TargetResult(Outcome.COMPILE_FAIL, _short(exc.message))
             continue
-        out[k] = execute_and_compare(child, test, built["data"], driver=DRIVERS[k], function=function)
+        out[k] = execute_and_compare(child, test, built.data, driver=DRIVERS[k], function=function)
     return out
 
 

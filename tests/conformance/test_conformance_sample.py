@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.conformance.isolated import IsolatedChild
 from tests.conformance.runner import KILN_TARGETS, read_expectations, regressions, run_kiln
 from tests.conformance.suite import Outcome, load_node_test, node_test_names

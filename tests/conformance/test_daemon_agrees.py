@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from kiln.pipeline import Pipeline
+from kiln.compiler.pipeline import Pipeline
 from tests.conformance.suite import load_node_test
 from tests.server import kiln_server
 

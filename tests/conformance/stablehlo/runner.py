@@ -5,7 +5,7 @@ canonicalize, Kiln's entry points; Kiln's default options) for ``cpu`` and ``vul
 in the pool's worker processes. Raw IREE path: the same rewritten text through ``iree-compile``
 with nothing but the device (``RAW_FLAGS``: IREE's defaults for everything else, so f64 is demoted
 to f32 on both backends) in the same worker pool. Both executables run in an ``IsolatedChild`` on
-``local-task`` (CPU) or ``vulkan`` (lavapipe), through ``kiln.runtime.LoadedModule`` (inputs
+``local-task`` (CPU) or ``vulkan`` (lavapipe), through ``kiln.client.runtime.LoadedModule`` (inputs
 staged through device-local buffers, results through a mapped staging buffer); ``inputs()`` and
 ``expected()`` come from the same executable as ``main``.
 
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.conformance.isolated import IsolatedChild, TaskCrashed, TaskFailed, TaskTimeout
 from tests.conformance.runner import RAW_FLAGS
+from kiln.compiler.tasks import CompileJob
 from tests.conformance.stablehlo.cases import (
     CaseError,
     Runnable,
@@ -34,7 +35,7 @@ from tests.conformance.stablehlo.cases import (
 )
 
 if TYPE_CHECKING:
-    from kiln.pipeline import Pipeline
+    from kiln.compiler.pipeline import Pipeline
 
 __all__ = [
     "BACKENDS",
@@ -166,16 +167,14 @@ def run_raw(pipeline: Pipeline, child: IsolatedChild, case: Runnable,
     for b in backends:
         try:
             built = pipeline.pool.run(
-                "compile_module",
-                {"mlir": case.mlir, "flags": list(RAW_FLAGS[b]), "engine": "session",
-                 "timeout": pipeline.compile_timeout},
+                CompileJob(mlir=case.mlir, flags=tuple(RAW_FLAGS[b]), engine="session", timeout=pipeline.compile_timeout),
                 timeout=pipeline.compile_timeout + 5,
                 command_hint=["iree-compile", *RAW_FLAGS[b]],
             )
         except KilnError as exc:
             out[b] = CaseResult(Outcome.COMPILE_FAIL, _short(exc.message))
             continue
-        out[b] = execute(child, case, built["data"], backend=b)
+        out[b] = execute(child, case, built.data, backend=b)
     return out
 
 

@@ -1,0 +1,200 @@
+"""Where a command compiles: in this process (``EmbeddedBackend``: the compile engine with the
+local cache) or on a Kiln server (``RemoteBackend``: ``kiln.client.Client``). ``kiln compile``,
+``kiln build`` and autotune all go through the one ``Backend`` protocol."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kiln.errors import InvalidRequest, KilnError, UnsupportedTarget
+
+__all__ = [
+    "Backend", "Built", "EmbeddedBackend", "Outcome", "RemoteBackend", "compile_fn", "open_backend",
+]
+
+
+@dataclass(frozen=True)
+class Built:
+    """One executable, with its bytes and (when the cache or server signs) its provenance."""
+
+    target: str  # normalized
+    digest: str
+    key: str
+    size: int
+    cached: bool
+    compile_seconds: float
+    flags: tuple[str, ...]
+    rewrites: tuple[str, ...]
+    data: bytes
+    provenance: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "digest": self.digest, "key": self.key, "size": self.size,
+                "cached": self.cached, "compile_seconds": round(self.compile_seconds, 4),
+                "flags": list(self.flags), "rewrites": list(self.rewrites)}
+
+
+@dataclass
+class Outcome:
+    """One graph compiled for its targets: what was built and what failed, per target."""
+
+    graph_digest: str | None
+    artifacts: list[Built] = field(default_factory=list)
+    errors: list[tuple[str, KilnError]] = field(default_factory=list)
+    #: The compile answer's other fields: input_dialect, functions, compiler.
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"graph_digest": self.graph_digest, **self.info,
+                "artifacts": [a.to_json() for a in self.artifacts],
+                "errors": [{"target": t, "error": e.to_json()} for t, e in self.errors]}
+
+
+class Backend(Protocol):
+    def compile(
+        self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None = None,
+        format: str | None = None, source_dir: str | None = None,
+    ) -> Outcome:
+        """Compile ``data`` for every target. A bad target or a failed compile lands in
+        ``Outcome.errors`` and costs only itself; a graph that cannot be read at all raises."""
+        ...
+
+
+_INFO = ("input_dialect", "functions", "compiler")
+
+
+def _split_targets(targets: Sequence[str]) -> tuple[list[str], list[tuple[str, KilnError]]]:
+    """Targets the local registry accepts (normalized, de-duplicated) and those it refuses."""
+    from kiln.targets import parse_target
+
+    good: list[str] = []
+    bad: list[tuple[str, KilnError]] = []
+    for t in targets:
+        try:
+            norm = parse_target(t).target
+        except KilnError as exc:
+            bad.append((t, exc))
+            continue
+        if norm not in good:
+            good.append(norm)
+    return good, bad
+
+
+class EmbeddedBackend:
+    """The in-process compile engine (``kiln.compiler.pipeline.Pipeline``), its cache if any."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+
+    def compile(
+        self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None = None,
+        format: str | None = None, source_dir: str | None = None,
+    ) -> Outcome:
+        good, errors = _split_targets(targets)
+        if not good:
+            return Outcome(None, [], errors)
+        res = self.pipeline.compile(data, targets=good, options=dict(options or {}) or None,
+                                    format=format, external_data_dir=source_dir)
+        head = res.to_json()
+        out = Outcome(res.graph_digest, [], errors, {k: head[k] for k in _INFO if k in head})
+        for a in res.artifacts:
+            envelope = json.loads(a.provenance) if a.provenance else None
+            out.artifacts.append(Built(a.target, a.digest, a.key, a.size, a.cached,
+                                       a.compile_seconds, tuple(a.flags), tuple(a.rewrites),
+                                       a.data, envelope))
+        out.errors += [(e.target, e.error) for e in res.errors]
+        return out
+
+
+class RemoteBackend:
+    """A ``kiln serve`` daemon. One request per graph; when the server refuses a target, the
+    others are retried one request each, so one bad target costs only itself. With trusted keys
+    (``KILN_TRUSTED_KEYS``) an executable whose signature does not verify is an error, never
+    written."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def compile(
+        self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None = None,
+        format: str | None = None, source_dir: str | None = None,
+    ) -> Outcome:
+        from kiln.provenance import verify_artifact
+
+        opts = dict(options or {}) or None
+        try:
+            results = [self.client.compile(data, targets=list(targets), options=opts,
+                                           format=format)]
+            errors: list[tuple[str, KilnError]] = []
+        except (UnsupportedTarget, InvalidRequest):
+            if len(targets) == 1:
+                raise
+            results, errors = [], []
+            for t in targets:
+                try:
+                    results.append(self.client.compile(data, targets=[t], options=opts,
+                                                       format=format))
+                except KilnError as exc:
+                    errors.append((t, exc))
+        head = results[0].to_json() if results else {}
+        out = Outcome(results[0].graph_digest if results else None, [], errors,
+                      {k: head[k] for k in _INFO if k in head})
+        for res in results:
+            for a in res.artifacts:
+                blob = self.client.fetch(a.digest)
+                envelope = self.client.provenance(a.digest, key=a.key)
+                if self.client.trusted is not None:
+                    try:
+                        verify_artifact(self.client.trusted, blob, envelope, target=a.target,
+                                        graph_digest=res.graph_digest)
+                    except KilnError as exc:
+                        out.errors.append((a.target, exc))
+                        continue
+                out.artifacts.append(Built(a.target, a.digest, a.key, a.size, a.cached,
+                                           a.compile_seconds, tuple(a.flags), tuple(a.rewrites),
+                                           blob, envelope))
+            out.errors += [(e.target, e.error) for e in res.errors]
+        return out
+
+
+def compile_fn(backend: Backend, graph: bytes, *, target: str) -> Any:
+    """Autotune's ``CompileFn`` (``options -> executable bytes``) over any backend."""
+
+    def compile_with(options: Mapping[str, Any]) -> bytes:
+        res = backend.compile(graph, targets=[target], options=options)
+        if res.errors:
+            raise res.errors[0][1]
+        return res.artifacts[0].data
+
+    return compile_with
+
+
+@contextlib.contextmanager
+def open_backend(
+    *, server: str | None = None, token: str | None = None, cache_dir: str | None = None,
+    redis_url: str | None = None, no_cache: bool = False, workers: int | None = None,
+    timeout: float = 300.0,
+) -> Iterator[Backend]:
+    """The backend the command-line flags ask for: ``--server`` remote, else embedded with the
+    local cache (signed with the same key file as ``kiln serve``; docs/trust.md)."""
+    if server:
+        from kiln.client import Client
+
+        with Client(server, token=token) as client:
+            yield RemoteBackend(client)
+        return
+    from kiln.compiler.pipeline import Pipeline
+
+    cache = None
+    if not no_cache:
+        from kiln.cache import open_cache
+        from kiln.provenance import Authority
+
+        cache = open_cache(cache_dir=cache_dir, redis_url=redis_url,
+                           authority=Authority.from_env())
+    with Pipeline(cache=cache, workers=workers, compile_timeout=timeout) as pipe:
+        yield EmbeddedBackend(pipe)

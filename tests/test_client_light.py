@@ -1,0 +1,80 @@
+"""The light client (issue 17): ``pip install kiln`` without extras compiles on a server, fetches,
+verifies and runs an executable, with no compiler, FastAPI or Redis installed.
+
+A fresh virtual environment gets the repository installed with no extras (pip reuses the wheels
+the bootstrap already downloaded); a real ``kiln serve`` compiles; the script below runs in the
+light environment and checks both the answer and what is importable there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.server import REPO, kiln_server
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+    import numpy as np
+    import kiln
+    from kiln import Client
+
+    url, key = sys.argv[1], sys.argv[2]
+    mlir = '''
+    func.func @scale(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = arith.addf %a, %a : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }'''
+    with Client(url, trusted_keys=[open(key, "rb").read()]) as c:
+        mod = c.load(mlir, device="cpu")
+        out = np.asarray(mod.scale(np.arange(4, dtype=np.float32)))
+    missing = {m: importlib.util.find_spec(m) is None
+               for m in ("iree.compiler", "fastapi", "redis", "uvicorn", "onnx")}
+    print(json.dumps({"out": out.tolist(), "missing": missing}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def light_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("light") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # A non-editable install of the repository with no extras: the client's dependencies only.
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        str(REPO)], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "PIP_NO_INPUT": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return py
+
+
+def test_a_client_only_install_compiles_remotely_verifies_and_runs(
+    light_python: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    with kiln_server(tmp_path_factory, workers=1) as srv:
+        keys = srv.client().get("/v1/keys").json()
+        key = tmp_path / "server.pem"
+        key.write_text(keys[0]["public_key_pem"])
+        r = subprocess.run([str(light_python), "-c", SCRIPT, srv.url, str(key)],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["out"] == [0.0, 2.0, 4.0, 6.0]
+    assert all(got["missing"].values()), got["missing"]  # nothing of the server came along
+
+
+def test_the_light_cli_says_what_to_install_for_the_server(light_python: Path) -> None:
+    kiln = light_python.parent / "kiln"
+    r = subprocess.run([str(kiln), "serve", "--port", "1"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2
+    assert 'pip install "kiln[server]"' in r.stderr
