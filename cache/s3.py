@@ -395,13 +395,13 @@ class S3Storage:
                 rep.removed.append(okey)
                 self._corrupt(okey)
         if self.records is not None:
-            for rec in list(self.records.iter_records()):
-                if self.has_blob(rec.digest):
+            for record in list(self.records.iter_records()):
+                if self.has_blob(record.digest):
                     rep.ok_records += 1
                 else:
                     rep.dangling += 1
-                    rep.removed.append(self.records._k_rec(rec.key))
-                    self.records.delete_record(rec.key)
+                    rep.removed.append(self.records._k_rec(record.key))
+                    self.records.delete_record(record.key)
             return rep
         for okey, _ in list(self._list("ac")):
             raw = self._get(okey)

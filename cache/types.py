@@ -37,7 +37,7 @@ __all__ = [
 
 #: Where a result came from. ``inflight``: another caller in this process compiled it while we
 #: waited (single-flight); ``compiled``: this call ran the build.
-Source = Literal["disk", "redis", "compiled", "inflight"]
+Source = Literal["disk", "redis", "s3", "compiled", "inflight"]
 
 
 class WritePolicy(enum.Enum):

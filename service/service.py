@@ -46,6 +46,8 @@ class Service:
             accept_blob=is_executable,
             cache_dir=self.cache_dir,
             redis_url=s.redis_url,
+            s3_url=s.s3_url,
+            s3_endpoint_url=s.s3_endpoint_url,
             max_size=s.cache_max_bytes,
             metrics_hook=metrics.on_cache_event,
         )

@@ -28,6 +28,11 @@ class Settings(BaseSettings):
     cache_max_bytes: int | None = Field(None, ge=0)
     #: Redis for a cache shared by replicas (tiered: disk in front of Redis).
     redis_url: str | None = None
+    #: Object store for the executables, ``s3://BUCKET[/PREFIX]``: the disk cache stays in front,
+    #: Redis (when set) keeps the records and leases. Credentials: the standard ``AWS_*`` variables.
+    s3_url: str | None = None
+    #: The S3 endpoint of a store other than AWS (MinIO, Ceph RGW, Swift's s3api).
+    s3_endpoint_url: str | None = None
     #: Compile worker processes (all HTTP workers together); None = one per CPU.
     workers: int | None = Field(None, ge=1)
     #: Worker processes that import/parse graphs before the cache lookup; kept apart from the

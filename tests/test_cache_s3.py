@@ -4,6 +4,7 @@ blobs in the bucket, records in Redis, the disk tier in front; integrity, outage
 from __future__ import annotations
 
 import hashlib
+import io
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,12 @@ from typing import Any
 
 import pytest
 from kiln.cache import ArtifactCache, Built, CompileKey, open_cache
+from kiln.service.auth import TokenAuth
+from kiln.service.metrics import Metrics
+from kiln.service.service import Service
 
+from kiln import cli
+from kiln.cli import serve as serve_cli
 from kiln.errors import CacheUnavailable, NotFound
 from kiln.provenance import Authority, Signer
 from tests.swift import SwiftServer, swift_missing
@@ -150,6 +156,20 @@ def test_corrupted_object_in_s3_is_never_served(
     assert obj["Body"].read() == data_for(k)  # uploaded again, whole and right
 
 
+def test_verify_removes_a_corrupt_blob_from_s3_and_the_record_naming_it(
+    env: SwiftServer, redis_server: Any, tmp_path: Path, s3_url: str, authority: Authority
+) -> None:
+    ok, bad = key(8), key(9)
+    with open_s3(tmp_path / "a", s3_url, redis_server, authority) as a:
+        a.get_or_build(ok, Counter(ok))
+        digest = a.get_or_build(bad, Counter(bad)).digest
+    env.client().put_object(Bucket=BUCKET, Key=blob_key(s3_url, digest), Body=b"not it")
+    with open_s3(tmp_path / "b", s3_url, redis_server, authority) as b:
+        rep = b.verify()
+        assert (rep.ok_blobs, rep.corrupt, rep.ok_records, rep.dangling) == (1, 1, 1, 1)
+        assert b.lookup(bad) is None and b.lookup(ok) is not None
+
+
 def test_s3_down_serves_local_hits_refuses_the_rest_and_recovers_without_reopening(
     env: SwiftServer, redis_server: Any, tmp_path: Path, s3_url: str, authority: Authority
 ) -> None:
@@ -194,3 +214,28 @@ def test_s3_down_serves_local_hits_refuses_the_rest_and_recovers_without_reopeni
             env.start()  # the module's store stays up for the other tests
         a.close()
         b.close()
+
+
+def test_kiln_serve_s3_url_puts_the_service_blobs_in_the_bucket(
+    env: SwiftServer, redis_server: Any, tmp_path: Path, s3_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(serve_cli, "serve", lambda s: seen.setdefault("s", s) and 0)
+    for var in ("KILN_S3_URL", "KILN_REDIS_URL", "KILN_CACHE_DIR", "KILN_SIGNING_KEY_FILE"):
+        monkeypatch.setenv(var, "")  # restored after the test (kiln serve exports its flags)
+    argv = ["serve", "--s3-url", s3_url, "--redis-url", redis_server.url,
+            "--cache-dir", str(tmp_path / "cache"),
+            "--signing-key-file", str(tmp_path / "key.pem")]  # fmt: skip
+    assert cli.main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    settings = seen["s"]
+    assert (settings.s3_url, settings.s3_endpoint_url) == (s3_url, env.endpoint_url)
+
+    service = Service(settings, metrics=Metrics(), auth=TokenAuth(()))
+    try:
+        k = key(7)
+        digest = service.cache.get_or_build(k, Counter(k)).digest
+    finally:
+        service.close()
+    obj = env.client().get_object(Bucket=BUCKET, Key=blob_key(s3_url, digest))
+    assert obj["Body"].read() == data_for(k)
