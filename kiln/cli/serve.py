@@ -27,7 +27,6 @@ _FLAGS: dict[str, str] = {
     "cache_max_bytes": "KILN_CACHE_MAX_BYTES",
     "redis_url": "KILN_REDIS_URL",
     "s3_url": "KILN_S3_URL",
-    "s3_url": "KILN_S3_URL",
     "workers": "KILN_WORKERS",
     "prepare_workers": "KILN_PREPARE_WORKERS",
     "compile_timeout": "KILN_COMPILE_TIMEOUT",
@@ -58,8 +57,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--cache-dir", help="disk cache directory (KILN_CACHE_DIR, default ~/.cache/kiln)")
     a("--cache-max-bytes", type=int, help="disk cache bound, LRU-evicted (KILN_CACHE_MAX_BYTES)")
     a("--redis-url", help="shared Redis cache behind the disk cache (KILN_REDIS_URL)")
-    a("--s3-url", help="object store for the executables, s3://BUCKET[/PREFIX], behind the disk "
-      "cache; endpoint KILN_S3_ENDPOINT_URL, credentials AWS_* (KILN_S3_URL; docs/caching.md)")
     a("--s3-url", help="object store for the executables, s3://BUCKET[/PREFIX], behind the disk "
       "cache; endpoint KILN_S3_ENDPOINT_URL, credentials AWS_* (KILN_S3_URL; docs/caching.md)")
     a("--workers", type=int, help="compile worker processes in all (KILN_WORKERS, default: CPUs)")
