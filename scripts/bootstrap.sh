@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for Kiln, and nothing more:
 #   1. Debian packages the tests use (Vulkan loader + Mesa lavapipe, redis-server, nginx-light
-#      for the nginx-front test, and OpenStack Swift with memcached: the S3 store of
-#      tests/test_cache_s3.py, started by tests/swift.py), installed with apt-get only when missing;
+#      for the nginx-front test, and — with the test extra — OpenStack Swift with memcached: the
+#      S3 store tests/swift.py starts), installed with apt-get only when missing;
 #   2. a virtual environment (.venv, or $KILN_VENV) with Kiln and its dependencies.
 # Used by the README, scripts/test.sh and the Dockerfile (KILN_BOOTSTRAP_APT=0 skips step 1 when
 # the image installs the packages itself). Idempotent: a second run changes nothing.
@@ -15,10 +15,16 @@ EXTRAS="${KILN_EXTRAS:-server,test}"
 
 if [ "${KILN_BOOTSTRAP_APT:-1}" = "1" ]; then
   missing=()
-  for pkg in mesa-vulkan-drivers libvulkan1 redis-server nginx-light \
-             swift swift-proxy swift-account swift-container swift-object memcached; do
+  for pkg in mesa-vulkan-drivers libvulkan1 redis-server nginx-light; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
+  # For the tests only, so not in the daemon image: Swift (with its s3api) and memcached.
+  if [[ ",$EXTRAS," == *,test,* ]]; then
+    for test_pkg in swift swift-proxy swift-account swift-container swift-object memcached; do
+      dpkg-query -W -f='${Status}' "$test_pkg" 2>/dev/null | grep -q "install ok installed" \
+        || missing+=("$test_pkg")
+    done
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]}" >&2
     SUDO=""
