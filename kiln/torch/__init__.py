@@ -40,7 +40,7 @@ def export(
     return ex.mlir, ex.params
 
 
-def compile(  # noqa: A001 - the name the API promises (kiln.torch.compile)
+def compile(
     module: torch.nn.Module,
     example_args: Sequence[Any],
     *,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +139,10 @@ class WeightSet:
             self._bound = state
 
 
+def _constant(t: torch.Tensor) -> Callable[[], torch.Tensor]:
+    return lambda: t
+
+
 def _attr_getter(module: torch.nn.Module, name: str) -> Callable[[], torch.Tensor]:
     owner_name, _, attr = name.rpartition(".")
     owner = module.get_submodule(owner_name) if owner_name else module
@@ -175,8 +179,8 @@ class CompiledModule:
         for name, t in exported.params.items():
             try:
                 sources.append(_attr_getter(module, name))
-            except AttributeError:
-                sources.append(lambda t=t: t)
+            except AttributeError:  # not an attribute path of the module: the exported tensor
+                sources.append(_constant(t))
         self.weights = WeightSet(list(exported.params), sources)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

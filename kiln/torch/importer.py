@@ -99,7 +99,7 @@ def export_program(
             ep = torch.export.export(module, tuple(args), dict(kwargs or {}),
                                      dynamic_shapes=dynamic_shapes, strict=False)
             return ep.run_decompositions(decomposition_table())
-    except Exception as exc:  # noqa: BLE001 - torch raises many kinds; one Kiln error out
+    except Exception as exc:
         raise ExportError(f"torch.export failed: {type(exc).__name__}: {exc}") from exc
 
 
@@ -173,7 +173,7 @@ def import_program(
             imp.module.operation.verify()
             text = imp.module.operation.get_asm(enable_debug_info=False,
                                                 large_elements_limit=None)
-    except Exception as exc:  # noqa: BLE001 - importer errors are plain Python exceptions
+    except Exception as exc:
         raise ExportError(f"importing the exported program failed: {type(exc).__name__}: {exc}"
                           ) from exc
     # The hook saw the exported program's own tensors: give back the module's live ones.
