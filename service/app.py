@@ -24,6 +24,7 @@ from .errors import install_error_handlers
 from .logs import configure_logging
 from .metrics import Metrics
 from .middleware import KilnMiddleware
+from .openapi import install_openapi
 from .routes import router
 from .service import Service
 from .settings import Settings
@@ -62,15 +63,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # No 307 to a path's slashed twin: Starlette builds that Location from the Host header
         # (issue 21). An unknown path is 404 ``not_found`` like any other.
         redirect_slashes=False,
+        # Served by install_openapi: Swagger UI from local files, no CDN; no ReDoc.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     app.include_router(router)
+    docs = install_openapi(app, auth=auth.enabled)
     app.add_middleware(
         KilnMiddleware,
         auth=auth,
         metrics=metrics,
         max_request_bytes=settings.max_request_bytes,
         access_log=settings.access_log,
+        routes=[*router.routes, *docs.routes],
     )
     return app
 

@@ -22,7 +22,8 @@ path. A blob that is absent or fails verification, or is not an IREE executable
 
 ``Range`` is honoured whatever the blob's size (a resumed download of a 47 MB executable and of a
 13 kB one behave alike): one range ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` answers 206 with
-``Content-Range``; a range that starts past the end answers 416 with ``Content-Range: bytes */N``;
+``Content-Range``; a range that starts past the end answers 416 ``invalid_request`` (the error
+envelope) with ``Content-Range: bytes */N``;
 several ranges, or an ``If-Range`` that is not this ETag, answer the whole blob (RFC 9110 lets a
 server ignore them). Large blobs go through ``FileResponse``, which applies the same rules.
 """
@@ -39,9 +40,10 @@ from starlette.background import BackgroundTask
 from starlette.responses import FileResponse, Response
 
 from kiln.cache import ArtifactCache
-from kiln.errors import NotFound
+from kiln.errors import InvalidRequest, NotFound
 from kiln.client.runtime import EXECUTABLE_HEAD_BYTES, is_executable
 
+from .errors import error_response
 from .metrics import Metrics
 
 __all__ = ["ArtifactServer", "MEDIA_TYPE"]
@@ -98,7 +100,9 @@ class ArtifactServer:
                 raise NotFound(f"no artifact sha256:{hex_digest}", detail={"digest": hex_digest})
             data = self._load(hex_digest, path)
             if data is None:
-                size = path.stat().st_size if head else 0
+                size = path.stat().st_size
+                if range_header and _byte_range(range_header, size) == "unsatisfiable":
+                    return _unsatisfiable(size, headers)
                 if head:
                     headers["Content-Length"] = str(size)
                     return Response(status_code=200, headers=headers, media_type=MEDIA_TYPE)
@@ -108,8 +112,7 @@ class ArtifactServer:
                 return resp
         span = _byte_range(range_header, len(data)) if range_header else None
         if span == "unsatisfiable":
-            headers["Content-Range"] = f"bytes */{len(data)}"
-            return Response(status_code=416, headers=headers)
+            return _unsatisfiable(len(data), headers)
         status = 200
         if isinstance(span, tuple):
             first, last = span
@@ -198,6 +201,16 @@ class ArtifactServer:
         entry = self._mem.pop(hex_digest, None)
         if entry is not None:
             self._mem_bytes -= len(entry[0])
+
+
+def _unsatisfiable(size: int, headers: dict[str, str]) -> Response:
+    """416 with ``Content-Range: bytes */SIZE``, in the error envelope like every error."""
+    err = InvalidRequest(
+        f"the range starts past the end of the executable ({size} bytes)",
+        detail={"size": size},
+    )
+    headers = {**headers, "Content-Range": f"bytes */{size}"}
+    return error_response(err, status=416, headers=headers)
 
 
 def _executable_file(path: Path) -> bool:

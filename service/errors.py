@@ -23,16 +23,19 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from starlette.types import Send
+from starlette.types import Scope, Send
 
 from kiln.errors import KilnError, Overloaded, Unauthorized
 
 __all__ = [
+    "CODE_KEY",
     "ERROR_RESPONSES",
     "ErrorEnvelope",
     "error_headers",
     "error_response",
+    "error_responses",
     "install_error_handlers",
+    "note_code",
     "send_error",
 ]
 
@@ -58,23 +61,57 @@ class ErrorEnvelope(BaseModel):
     error: ErrorInfo
 
 
-def _doc(description: str) -> dict[str, Any]:
-    return {"model": ErrorEnvelope, "description": description}
-
-
-#: ``responses=`` for route decorators, so the envelope is in the OpenAPI document.
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _doc("invalid_request, invalid_graph or unsupported_target"),
-    401: _doc("unauthorized: missing or wrong bearer token"),
-    404: _doc("not_found"),
-    409: _doc("incompatible_runtime: X-Kiln-Runtime names a runtime that cannot load this "
-              "server's executables (detail.supported lists those it can serve)"),
-    413: _doc("too_large: the request body exceeds the limit"),
-    422: _doc("compile_failed or compile_timeout (every target failed)"),
-    500: _doc("internal"),
-    507: _doc("insufficient_storage: built, but the cache had no space to keep it"),
-    503: _doc("overloaded (with Retry-After); /readyz: cache_unavailable or internal"),
+_DESCRIPTIONS: dict[int, str] = {
+    400: "invalid_request, invalid_graph or unsupported_target",
+    401: "unauthorized: missing or wrong bearer token (only when tokens are configured)",
+    404: "not_found",
+    408: "invalid_request: the request headers or body did not arrive within the timeout",
+    409: "incompatible_runtime: X-Kiln-Runtime names a runtime that cannot load this "
+    "server's executables (detail.supported lists those it can serve)",
+    413: "too_large: the request body (or the graph's canonical form) exceeds the limit",
+    416: "invalid_request: the Range starts past the end of the executable",
+    422: "compile_failed or compile_timeout (every target failed; each target's error in "
+    "detail.errors)",
+    500: "internal",
+    503: "overloaded (with Retry-After): a queue, a budget or this client's connections are "
+    "full",
+    507: "insufficient_storage: built, but the cache had no space to keep it",
 }
+
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}, "required": True}},
+    416: {"Content-Range": {"schema": {"type": "string"}, "required": True,
+                            "description": "bytes */SIZE"}},
+    503: {"Retry-After": {"schema": {"type": "string", "pattern": r"^\d+$"},
+                          "description": "seconds"}},
+}
+
+
+def error_responses(*statuses: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route decorator: each error status a route can answer, with the
+    envelope as its body (``descriptions``, keyed ``s503=...``, override the default text)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        doc: dict[str, Any] = {
+            "model": ErrorEnvelope,
+            "description": descriptions.get(f"s{status}", _DESCRIPTIONS[status]),
+        }
+        if status in _HEADERS:
+            doc["headers"] = _HEADERS[status]
+        out[status] = doc
+    return out
+
+
+#: Every error status, each with the envelope.
+ERROR_RESPONSES = error_responses(*_DESCRIPTIONS)
+
+#: Where the middleware finds the ``code`` of an error answered inside the app (metrics label).
+CODE_KEY = "kiln.error_code"
+
+
+def note_code(scope: Scope, code: str) -> None:
+    """Record the error ``code`` a response carries, for the request counter."""
+    scope[CODE_KEY] = code
 
 
 def error_headers(exc: KilnError) -> dict[str, str]:
@@ -120,11 +157,13 @@ def internal_error() -> KilnError:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KilnError)
-    async def _kiln(_: Request, exc: KilnError) -> Response:
+    async def _kiln(request: Request, exc: KilnError) -> Response:
+        note_code(request.scope, exc.code)
         return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> Response:
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        note_code(request.scope, "invalid_request")
         errors = [
             {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
             for e in exc.errors()
@@ -143,6 +182,7 @@ def install_error_handlers(app: FastAPI) -> None:
             code, msg = "invalid_request", f"method {request.method} not allowed here"
         else:
             code, msg = "invalid_request", str(exc.detail)[:500]
+        note_code(request.scope, code)
         return Response(
             _body(code, msg, None),
             status_code=exc.status_code,
@@ -156,4 +196,5 @@ def install_error_handlers(app: FastAPI) -> None:
             "unhandled error on %s %s", request.method, request.url.path, exc_info=exc
         )
         err = internal_error()
+        note_code(request.scope, err.code)
         return error_response(err)

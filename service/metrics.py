@@ -10,7 +10,8 @@ several apps in one process — tests — do not collide).
     kiln_compile_queue_depth                compile jobs waiting for a worker
     kiln_compiles_in_flight                 compile jobs running
     kiln_prepare_queue_depth                graphs waiting for a prepare worker
-    kiln_requests_total{route,status}       HTTP requests answered
+    kiln_requests_total{route,status,code}  HTTP requests answered: route template, status, and
+                                            the error envelope's code (empty for a success)
     kiln_artifact_bytes_served_total        executable bytes sent by GET /v1/artifacts
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
@@ -57,7 +58,8 @@ class Metrics:
             "Action records refused because their signed provenance did not match", registry=r,
         )
         self.requests = Counter(
-            "kiln_requests", "HTTP requests answered", ["route", "status"], registry=r
+            "kiln_requests", "HTTP requests answered (code: the error envelope's code)",
+            ["route", "status", "code"], registry=r,
         )
         self.bytes_served = Counter(
             "kiln_artifact_bytes_served", "Executable bytes sent", registry=r

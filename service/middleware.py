@@ -2,6 +2,10 @@
 Starlette's ``BaseHTTPMiddleware``): request id, auth, the declared-size check, exception
 containment, the access log and request metrics.
 
+Each answered request counts once in ``kiln_requests_total{route,status,code}``: ``route`` is the
+route template (also for the 401 and 413 answered here, before routing; ``unmatched`` when no
+route has the path), ``code`` the error envelope's ``code`` (empty for a success).
+
 Order per request: assign ``X-Request-ID`` → 401 if a token is needed and missing/wrong → 413 if
 ``Content-Length`` exceeds the limit (the body is never read; bodies without a length are counted
 while they stream, see ``limits.read_body``) → the app. An exception escaping the app is logged
@@ -15,14 +19,16 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kiln.errors import TooLarge, Unauthorized
 
 from .auth import TokenAuth
-from .errors import internal_error, send_error
+from .errors import CODE_KEY, internal_error, note_code, send_error
 from .logs import log_fields
 from .metrics import Metrics
 
@@ -41,8 +47,11 @@ class KilnMiddleware:
         metrics: Metrics,
         max_request_bytes: int,
         access_log: bool = True,
+        routes: Sequence[BaseRoute] = (),
     ) -> None:
+        """``routes``: the app's routes, to name the route of a request answered here."""
         self.app = app
+        self.routes = tuple(routes)
         self.auth = auth
         self.metrics = metrics
         self.max_request_bytes = max_request_bytes
@@ -82,12 +91,14 @@ class KilnMiddleware:
         fast_template: str | None = None
         try:
             if self.auth.needed(scope["path"]) and not self.auth.allows(authz):
+                note_code(scope, Unauthorized.code)
                 await send_error(
                     send_wrapped,
                     Unauthorized("a valid 'Authorization: Bearer <token>' header is required"),
                     head=head,
                 )
             elif length is not None and _too_long(length, self.max_request_bytes):
+                note_code(scope, TooLarge.code)
                 await send_error(
                     send_wrapped,
                     TooLarge(
@@ -106,19 +117,16 @@ class KilnMiddleware:
                 await send_wrapped({"type": "http.response.body", "body": body})
             else:
                 await self.app(scope, receive, send_wrapped)
-        except Exception:  # noqa: BLE001 - contain everything; the log has the traceback
+        except Exception:
             log.exception("unhandled error", extra={"request_id": rid.decode()})
             if not started:
+                note_code(scope, "internal")
                 await send_error(send_wrapped, internal_error(), head=head)
             status = status or 500
         finally:
-            route = scope.get("route")
-            template = (
-                fast_template
-                or getattr(route, "path", None)
-                or ("unmatched" if status == 404 else "-")
-            )
-            self.metrics.requests.labels(template, str(status)).inc()
+            template = fast_template or _template(scope, self.routes)
+            error_code = str(scope.get(CODE_KEY, "")) if status >= 400 else ""
+            self.metrics.requests.labels(template, str(status), error_code).inc()
             if self.access_log:
                 _log_access(scope, template, status, time.perf_counter() - t0, fields)
 
@@ -142,6 +150,19 @@ class KilnMiddleware:
             elif k == b"range":
                 return None  # a partial answer: ArtifactServer.respond decides
         return service.artifacts.fast(path[len(_ARTIFACTS) :], head=head, if_none_match=inm)
+
+
+def _template(scope: Scope, routes: Sequence[BaseRoute]) -> str:
+    """The path template of the route that answered, or of the route the path names when the
+    answer came before routing (401, 413); ``unmatched`` when no route has this path."""
+    path = getattr(scope.get("route"), "path", None)
+    if path:
+        return str(path)
+    for route in routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(scope["path"]):
+            return str(getattr(route, "path", "unmatched"))
+    return "unmatched"
 
 
 _ARTIFACTS = "/v1/artifacts/"

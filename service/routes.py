@@ -13,19 +13,29 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Query, Request
-from pydantic import ValidationError
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import ValidationError, WithJsonSchema
 from starlette.responses import Response
 
 from kiln.errors import IncompatibleRuntime, InvalidRequest, KilnError, NotFound
 from kiln.compiler.fair_queue import TENANT
 
-from .errors import ERROR_RESPONSES
+from .errors import error_responses, note_code
 from .limits import read_body
 from .logs import log_fields
 from .metrics import CONTENT_TYPE_LATEST
 from .service import Service
-from .types import CompileRequest, CompileResponse, TargetsResponse
+from .types import (
+    CompileRequest,
+    CompileResponse,
+    DsseEnvelope,
+    Health,
+    KeyOut,
+    Readiness,
+    TargetsResponse,
+    options_schema,
+    target_schema,
+)
 
 __all__ = ["router"]
 
@@ -53,13 +63,30 @@ def _service(request: Request) -> Service:
     return svc
 
 
+_HEX_SCHEMA = {"type": "string", "pattern": "^[0-9a-f]{64}$",
+               "description": "lowercase hex sha256 (anything else is 404 not_found)"}
+_RUNTIME_HEADER = {
+    "name": "X-Kiln-Runtime",
+    "in": "header",
+    "required": False,
+    "description": "the client's IREE runtime version: another major.minor than the server's "
+    "compiler is 409 incompatible_runtime, before any work",
+    "schema": {"type": "string", "pattern": r"^[0-9]+\.[0-9]+[.A-Za-z0-9_+-]*$",
+               "examples": ["3.13.0"]},
+}
+_QUERY_OPTIONS = [f"{k}={v}" for k, allowed in sorted(options_schema()["properties"].items())
+                  for v in allowed["enum"] if isinstance(v, str)]
+
+
 @router.post(
     "/v1/compile",
     response_model=CompileResponse,
-    responses=ERROR_RESPONSES,
+    responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503, 507),
     summary="Compile one graph for one or more targets",
     description=_RAW_DOC,
+    operation_id="compile",
     openapi_extra={
+        "parameters": [_RUNTIME_HEADER],
         "requestBody": {
             "required": True,
             "content": {
@@ -67,17 +94,27 @@ def _service(request: Request) -> Service:
                     "schema": {"$ref": "#/components/schemas/CompileRequest"}
                 },
                 "application/octet-stream": {
-                    "schema": {"type": "string", "format": "binary"}
+                    "schema": {"type": "string", "format": "binary",
+                               "description": "the graph's bytes (ONNX, MLIR text or bytecode)"}
                 },
             },
-        }
+        },
     },
 )
 async def compile_graph(
     request: Request,
-    format: Annotated[Literal["mlir", "onnx"] | None, Query()] = None,
-    target: Annotated[list[str] | None, Query()] = None,
-    option: Annotated[list[str] | None, Query(description="key=value")] = None,
+    format: Annotated[
+        Literal["mlir", "onnx"] | None,
+        Query(description="raw body only: the graph's format (detected when omitted)"),
+    ] = None,
+    target: Annotated[
+        list[Annotated[str, WithJsonSchema(target_schema())]] | None,
+        Query(description="raw body only: a target string; repeat it for several"),
+    ] = None,
+    option: Annotated[
+        list[Annotated[str, WithJsonSchema({"type": "string", "enum": _QUERY_OPTIONS})]] | None,
+        Query(description="raw body only: key=value of an allow-listed option; repeat it"),
+    ] = None,
 ) -> Response:
     svc = _service(request)
     body = await read_body(
@@ -113,6 +150,8 @@ async def compile_graph(
         TENANT.reset(tenant)
     for art in result["artifacts"]:
         art["runtime"] = supported
+        if art["cached"]:
+            art["compile_seconds"] = 0.0  # nothing was compiled for this request
     return _json(result)
 
 
@@ -197,30 +236,59 @@ def _query_options(items: list[str]) -> dict[str, str]:
     return out
 
 
-_ARTIFACT_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"application/x-iree-vmfb": {}}, "description": "the executable"},
-    304: {"description": "If-None-Match matched (artifacts are immutable)"},
-    **ERROR_RESPONSES,
+_ARTIFACT_HEADERS: dict[str, Any] = {
+    "ETag": {"schema": {"type": "string"}, "required": True, "description": '"<hex>"'},
+    "Cache-Control": {"schema": {"type": "string"}, "required": True,
+                      "description": "public, max-age=31536000, immutable"},
 }
+_VMFB = {"application/x-iree-vmfb": {"schema": {"type": "string", "format": "binary"}}}
+_ARTIFACT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": _VMFB, "description": "the executable", "headers": _ARTIFACT_HEADERS},
+    206: {"content": _VMFB, "description": "the byte range Range named",
+          "headers": {**_ARTIFACT_HEADERS, "Content-Range": {
+              "schema": {"type": "string"}, "required": True,
+              "description": "bytes FIRST-LAST/SIZE"}}},
+    304: {"description": "If-None-Match matched (artifacts are immutable)",
+          "headers": _ARTIFACT_HEADERS},
+    **error_responses(401, 404, 416, 500, 503),
+}
+_ARTIFACT_PARAMETERS = [
+    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": 'the ETag ("<hex>") or *: 304 when it matches'},
+    {"name": "Range", "in": "header", "required": False,
+     "schema": {"type": "string", "examples": ["bytes=0-99"]},
+     "description": "one range bytes=a-b, bytes=a- or bytes=-n: 206 (past the end: 416); "
+     "several ranges: the whole executable"},
+    {"name": "If-Range", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "Range applies only if this is the ETag"},
+]
+_Hex = Annotated[str, Path(), WithJsonSchema(_HEX_SCHEMA)]
 
 
-@router.get(
-    "/v1/artifacts/{hex}",
-    responses=_ARTIFACT_RESPONSES,
-    response_class=Response,
-    summary="An executable's bytes, by the hex sha256 of its bytes",
-)
-async def get_artifact(request: Request, hex: str) -> Response:  # noqa: A002 - API.md's name
+async def get_artifact(request: Request, hex: _Hex) -> Response:
     svc = _service(request)
-    return svc.artifacts.respond(
+    response = svc.artifacts.respond(
         hex,
         head=request.method == "HEAD",
         if_none_match=request.headers.get("if-none-match"),
         range_header=request.headers.get("range"),
         if_range=request.headers.get("if-range"),
     )
+    if response.status_code == 416:
+        note_code(request.scope, "invalid_request")
+    return response
 
 
+router.add_api_route(
+    "/v1/artifacts/{hex}",
+    get_artifact,
+    methods=["GET"],
+    responses=_ARTIFACT_RESPONSES,
+    response_class=Response,
+    summary="An executable's bytes, by the hex sha256 of its bytes",
+    operation_id="get_artifact",
+    openapi_extra={"parameters": _ARTIFACT_PARAMETERS},
+)
 router.add_api_route(
     "/v1/artifacts/{hex}",
     get_artifact,
@@ -229,20 +297,27 @@ router.add_api_route(
     response_class=Response,
     summary="An executable's size and ETag, without its bytes",
     operation_id="head_artifact",
+    openapi_extra={"parameters": _ARTIFACT_PARAMETERS},
 )
 
 
 @router.get(
     "/v1/artifacts/{hex}/provenance",
-    responses=ERROR_RESPONSES,
+    response_model=DsseEnvelope,
+    responses=error_responses(401, 404, 500, 503),
     summary="The executable's signed provenance: a DSSE envelope over an in-toto Statement v1",
     description="With `key` (the artifact's compile key from /v1/compile) the provenance of "
     "that very build; without it, the last one stored for these bytes. 404 if none.",
+    operation_id="get_provenance",
 )
 async def get_provenance(
     request: Request,
-    hex: str,
-    key: Annotated[str | None, Query(description="hex compile key")] = None,
+    hex: _Hex,
+    key: Annotated[
+        str | None,
+        Query(description="hex compile key"),
+        WithJsonSchema(_HEX_SCHEMA),
+    ] = None,
 ) -> Response:
     svc = _service(request)
     if not _HEX.match(hex) or (key is not None and not _HEX.match(key)):
@@ -253,26 +328,41 @@ async def get_provenance(
     return _json(env)
 
 
-@router.get("/v1/keys", responses=ERROR_RESPONSES,
+@router.get("/v1/keys", response_model=list[KeyOut],
+            responses=error_responses(401, 500, 503), operation_id="get_keys",
             summary="The public keys that sign (and signed) this server's provenance")
 async def get_keys(request: Request) -> Response:
     return _json(_service(request).authority.ring.to_json())
 
 
-@router.api_route("/v1/targets", methods=["GET", "HEAD"], response_model=TargetsResponse,
-                  responses=ERROR_RESPONSES)
+def _get_and_head(path: str, endpoint: Any, *, name: str, summary: str, **kw: Any) -> None:
+    """``GET path`` and ``HEAD path`` (same answer, no body), each its own operation."""
+    router.add_api_route(path, endpoint, methods=["GET"], operation_id=name, summary=summary,
+                         **kw)
+    router.add_api_route(path, endpoint, methods=["HEAD"], operation_id=f"head_{name}",
+                         summary=summary + " (headers only)", **kw)
+
+
 async def get_targets(request: Request) -> Response:
     return Response(_service(request).targets_json(), media_type="application/json")
 
 
-@router.api_route("/healthz", methods=["GET", "HEAD"], summary="Alive (no auth)")
+_get_and_head(
+    "/v1/targets", get_targets, name="get_targets", response_model=TargetsResponse,
+    responses=error_responses(401, 500, 503),
+    summary="The compiler, and per target kind the accepted archs, aliases and default; the "
+    "allow-listed compile options",
+)
+
+
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.api_route("/readyz", methods=["GET", "HEAD"],
-                  summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
-                  responses={503: ERROR_RESPONSES[503]})
+_get_and_head("/healthz", healthz, name="healthz", response_model=Health,
+              responses=error_responses(500, 503), summary="Alive (no auth)")
+
+
 async def readyz(request: Request) -> Response:
     svc = _service(request)
     checks = await anyio.to_thread.run_sync(svc.readiness)
@@ -280,6 +370,7 @@ async def readyz(request: Request) -> Response:
     if not failed:
         return _json({"status": "ready", "checks": checks})
     code = "cache_unavailable" if set(failed) <= {"cache", "redis"} else "internal"
+    note_code(request.scope, code)
     err = KilnError(f"not ready: {', '.join(failed)}", detail={"checks": checks})
     err.code = code
     return Response(
@@ -288,7 +379,26 @@ async def readyz(request: Request) -> Response:
     )
 
 
-@router.api_route("/metrics", methods=["GET", "HEAD"], response_class=Response,
-                  summary="Prometheus metrics")
+_get_and_head(
+    "/readyz", readyz, name="readyz", response_model=Readiness,
+    responses=error_responses(
+        500, 503, s503="not ready: cache_unavailable (only the cache directory or Redis "
+        "failed) or internal, with each check in detail.checks; or overloaded",
+    ),
+    summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
+)
+
+
 async def metrics(request: Request) -> Response:
     return Response(_service(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+_get_and_head(
+    "/metrics", metrics, name="metrics", response_class=Response,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+              "description": "Prometheus text format (docs/service.md lists the metrics)"},
+        **error_responses(401, 500, 503),
+    },
+    summary="Prometheus metrics",
+)

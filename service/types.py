@@ -1,21 +1,74 @@
 """The daemon's wire types (pydantic): what ``POST /v1/compile`` accepts and what the routes
-answer, as they appear in the OpenAPI document. ``shared/API.md`` is the contract; these mirror it.
+answer, as they appear in the OpenAPI document (``openapi.py`` registers every one of them under
+``components.schemas``). ``shared/API.md`` is the contract; these mirror it.
+
+The JSON schema of a field may be stricter than the server (a schema-valid request is one the
+server's parsers accept up to the graph itself): target strings carry the pattern
+``kiln.targets`` checks before resolving the kind (without the surrounding whitespace the server
+strips), and ``options`` lists each allow-listed key with its values (``kiln.targets.options``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from kiln.compiler.pipeline import MAX_TARGETS
+from kiln.targets import kinds
+from kiln.targets.options import OPTIONS
+
+from .errors import ErrorInfo
 
 __all__ = [
+    "TARGET_PATTERN",
     "ArtifactOut",
     "CompileRequest",
     "CompileResponse",
+    "DsseEnvelope",
     "GraphIn",
+    "Health",
+    "KeyOut",
+    "Readiness",
     "TargetErrorOut",
     "TargetsResponse",
+    "options_schema",
+    "target_schema",
 ]
+
+#: A registered kind, then ``:``-separated parts in the characters
+#: ``kiln.targets.registry.parse_target`` accepts (up to 128 in all; the server also takes
+#: surrounding whitespace and upper case, which it normalizes away).
+TARGET_PATTERN = r"^(?:" + "|".join(sorted(kinds())) + r")(?::[A-Za-z0-9_.+,\-]*)*$"
+
+
+def target_schema() -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 128,
+        "pattern": TARGET_PATTERN,
+        "description": "kind[:arch], e.g. cpu, cpu:x86_64:znver3, vulkan, cuda:sm_80, "
+        "rocm:gfx942, metal (GET /v1/targets lists kinds, archs and aliases; an unknown one is "
+        "400 unsupported_target)",
+        "examples": ["cpu", "cuda:sm_80"],
+    }
+
+
+def options_schema() -> dict[str, Any]:
+    """The allow-listed options, each key with its allowed values (null: the default)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            key: {"enum": [*allowed, None]} for key, allowed in sorted(OPTIONS.items())
+        },
+        "description": "allow-listed compile options (GET /v1/targets lists them); an unknown "
+        "key or value is 400 invalid_request",
+    }
+
+
+Target = Annotated[str, WithJsonSchema(target_schema())]
 
 
 class GraphIn(BaseModel):
@@ -34,21 +87,26 @@ class CompileRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     graph: GraphIn
-    targets: list[str] = Field(
-        min_length=1, description="kind[:arch] strings, e.g. cpu, vulkan, cuda:sm_80"
+    targets: list[Target] = Field(
+        min_length=1, max_length=MAX_TARGETS,
+        description="target strings; duplicates (after normalizing) are compiled once",
     )
-    options: dict[str, Any] | None = Field(
-        None, description="allow-listed compile options (GET /v1/targets lists them)"
-    )
+    options: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema({"anyOf": [options_schema(), {"type": "null"}]}),
+    ] = None
 
 
 class ArtifactOut(BaseModel):
-    target: str
+    target: str = Field(description="the normalized target")
     key: str = Field(description="hex compile key (the action-cache key)")
     digest: str = Field(description="sha256:<hex> of the executable's bytes")
     size: int = Field(description="bytes")
-    cached: bool
-    compile_seconds: float
+    cached: bool = Field(description="true: the executable came from the cache, nothing compiled")
+    compile_seconds: float = Field(
+        description="seconds this request spent compiling this executable: 0 when `cached` "
+        "(the build that made it is not repeated, nor is its time)"
+    )
     url: str = Field(description="/v1/artifacts/<hex>")
     flags: list[str] = Field(description="the exact iree-compile flags used (provenance)")
     rewrites: list[str] = Field(
@@ -66,7 +124,7 @@ class ArtifactOut(BaseModel):
 
 class TargetErrorOut(BaseModel):
     target: str
-    error: dict[str, Any] = Field(description="{code, message, detail}")
+    error: ErrorInfo
 
 
 class CompilerOut(BaseModel):
@@ -83,7 +141,43 @@ class CompileResponse(BaseModel):
     errors: list[TargetErrorOut] = Field(description="targets that failed while others succeeded")
 
 
+class KindOut(BaseModel):
+    kind: str = Field(description="cpu, cuda, rocm, vulkan, metal")
+    default: str = Field(description="the normalized target the bare kind means")
+    archs: list[str]
+    aliases: dict[str, str] = Field(description="alias -> arch, e.g. a100 -> sm_80")
+    notes: str = ""
+
+
 class TargetsResponse(BaseModel):
-    compiler: dict[str, str]
-    kinds: list[dict[str, Any]]
+    compiler: dict[str, str] = Field(description="name, version, hash of the IREE compiler")
+    kinds: list[KindOut]
     options: dict[str, list[Any]] = Field(description="allow-listed compile options and values")
+
+
+class KeyOut(BaseModel):
+    keyid: str
+    algorithm: Literal["ed25519"]
+    public_key_pem: str
+
+
+class DsseSignature(BaseModel):
+    keyid: str
+    sig: str = Field(description="base64")
+
+
+class DsseEnvelope(BaseModel):
+    """A DSSE envelope over an in-toto Statement v1 (docs/trust.md)."""
+
+    payloadType: str = Field(examples=["application/vnd.in-toto+json"])
+    payload: str = Field(description="base64 of the statement")
+    signatures: list[DsseSignature]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready"]
+    checks: dict[str, str] = Field(description="each check -> \"ok\"")
