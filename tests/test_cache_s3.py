@@ -18,8 +18,11 @@ from kiln.service.service import Service
 
 from kiln import cli
 from kiln.cli import serve as serve_cli
+from kiln.client.runtime import load_vmfb
 from kiln.errors import CacheUnavailable, NotFound
 from kiln.provenance import Authority, Signer
+from tests.graphs import LINALG
+from tests.server import kiln_server
 from tests.swift import SwiftServer, swift_missing
 
 pytestmark = pytest.mark.redis
@@ -86,6 +89,16 @@ class Counter:
         return Built(data_for(self.k), compile_seconds=0.3)
 
 
+def _req(i: int) -> dict[str, object]:
+    src = LINALG.replace("%zero = arith.constant 0.0", f"%zero = arith.constant {i}.5e-2")
+    return {"graph": {"format": "mlir", "encoding": "utf-8", "data": src}, "targets": ["cpu"]}
+
+
+def redis_keys(redis: Any, pattern: str) -> bytes:
+    """The raw RESP answer to KEYS (``*0`` when there are none)."""
+    return bytes(redis.command("KEYS", pattern))
+
+
 def blob_key(url: str, digest: str) -> str:
     prefix = url.removeprefix(f"s3://{BUCKET}/")
     return f"{prefix}/v1/cas/{digest.removeprefix('sha256:')}"
@@ -109,7 +122,7 @@ def test_blob_goes_to_s3_record_to_redis_and_another_replica_gets_both(
     assert obj["Body"].read() == data_for(k)
     # Redis holds the record (and its provenance), never the blob.
     assert redis_server.command("EXISTS", f"kiln:v1:ac:{k.digest()}") == b":1\r\n"
-    assert redis_server.command("KEYS", "kiln:v1:cas:*") == b"*0\r\n"
+    assert redis_keys(redis_server, "kiln:v1:cas:*") == b"*0\r\n"
 
     with open_s3(tmp_path / "b", s3_url, redis_server, authority) as b:  # an empty disk
         hit = b.lookup(k, load=True)
@@ -239,3 +252,25 @@ def test_kiln_serve_s3_url_puts_the_service_blobs_in_the_bucket(
         service.close()
     obj = env.client().get_object(Bucket=BUCKET, Key=blob_key(s3_url, digest))
     assert obj["Body"].read() == data_for(k)
+
+
+def test_two_replicas_on_s3_artifact_get_answers_503_while_s3_is_down_then_200(
+    env: SwiftServer, redis_server: Any, tmp_path: Path, s3_url: str
+) -> None:
+    common = {"redis_url": redis_server.url, "s3_url": s3_url,
+              "s3_endpoint_url": env.endpoint_url, "workers": 1, "access_log": "false"}  # fmt: skip
+    with kiln_server(tmp_path / "a", **common) as a, kiln_server(tmp_path / "b", **common) as b:
+        ca, cb = a.client(), b.client()
+        art = ca.post("/v1/compile", json=_req(1)).json()["artifacts"][0]
+        assert redis_keys(redis_server, "kiln:v1:cas:*") == b"*0\r\n"  # the blob went to S3
+        env.stop()
+        try:
+            assert ca.get(art["url"]).status_code == 200  # on a's disk
+            down = cb.get(art["url"])  # b has it only through the stopped store
+            assert down.status_code == 503
+            assert down.json()["error"]["code"] == "cache_unavailable"
+        finally:
+            env.start()
+        back = cb.get(art["url"])  # the same replica, not restarted
+        assert back.status_code == 200 and back.content == ca.get(art["url"]).content
+        assert load_vmfb(back.content, driver="local-task")
