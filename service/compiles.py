@@ -40,7 +40,7 @@ from anyio import CapacityLimiter
 
 from kiln.compiler.pipeline import Artifact, CompileResult, Pipeline, TargetError, parse_targets
 from kiln.dialects.types import PreparedGraph
-from kiln.errors import InsufficientStorage, KilnError, Overloaded
+from kiln.errors import CacheUnavailable, InsufficientStorage, KilnError, Overloaded
 from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
 
@@ -61,6 +61,8 @@ class AllTargetsFailed(KilnError):
         first = errors[0].error
         if all(isinstance(e.error, InsufficientStorage) for e in errors):
             self.http_status = InsufficientStorage.http_status  # 507: nothing could be kept
+        elif all(isinstance(e.error, CacheUnavailable) for e in errors):
+            self.http_status = CacheUnavailable.http_status  # 503: a cache tier is down
         super().__init__(
             f"every target failed; {errors[0].target}: {first.message}",
             detail={

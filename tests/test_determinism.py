@@ -90,5 +90,5 @@ def test_the_canonical_form_does_not_depend_on_the_dialects_loaded_up_front(
     lean = [worker_tasks.prepare(data=d) for d in inputs]
     monkeypatch.setattr(worker_tasks, "_context", lambda *load: ir.Context())
     full = [worker_tasks.prepare(data=d) for d in inputs]
-    assert [p["mlir"] for p in lean] == [p["mlir"] for p in full]
-    assert [p["digest"] for p in lean] == [p["digest"] for p in full]
+    assert [p.mlir for p in lean] == [p.mlir for p in full]
+    assert [p.digest for p in lean] == [p.digest for p in full]
