@@ -211,5 +211,71 @@ def test_a_module_without_an_async_form_falls_back_to_the_blocking_call(
     np.testing.assert_array_equal(y2, e2)
 
 
+# Three public functions: tensors of a static and a dynamic shape, a scalar argument, an i1 result.
+SEVERAL = TWO_IN_TWO_OUT + """
+func.func @scaled(%a: tensor<?x4xi64>, %k: i32) -> (tensor<?x4xi64>, tensor<i1>) {
+  %t = arith.constant dense<true> : tensor<i1>
+  return %a, %t : tensor<?x4xi64>, tensor<i1>
+}
+"""
+
+
+def test_a_loaded_module_lists_its_functions_with_their_types(pipeline: Pipeline) -> None:
+    from kiln.client.runtime import read_signatures
+
+    res = pipeline.compile(SEVERAL.encode(), targets=[CPU])
+    assert not res.errors, res.errors
+    data = res.artifacts[0].data
+    mod = load_vmfb(data, driver="local-task")
+    # main$async and __init are there too, but are not what a caller calls.
+    assert mod.function_names == ["main", "scaled"]
+    assert {"main", "scaled"} <= set(dir(mod))
+    main, scaled = mod.signatures["main"], mod.signatures["scaled"]
+    assert [(v.shape, v.dtype, v.numpy_dtype) for v in main.inputs] == [
+        ((64, 32), "f32", "float32"), ((32, 48), "f32", "float32")]
+    assert [v.shape for v in main.outputs] == [(64, 48), (64, 32)]
+    assert [(v.kind, v.shape, v.dtype) for v in scaled.inputs] == [
+        ("tensor", (None, 4), "i64"), ("scalar", (), "i32")]
+    assert str(scaled) == "scaled(tensor<?x4xi64>, i32) -> (tensor<?x4xi64>, tensor<i1>)"
+    assert "main(tensor<64x32xf32>, tensor<32x48xf32>) -> (tensor<64x48xf32>, " in repr(mod)
+    assert read_signatures(data) == mod.signatures  # the same without a device
+    # What the engine saw when it imported the graph agrees with the executable.
+    assert {s.name: s for s in res.signatures} == mod.signatures
+    with pytest.raises(AttributeError, match="no function 'mian'; it has 'main', 'scaled'"):
+        mod.mian  # noqa: B018
+    a = np.arange(8, dtype=np.int64).reshape(2, 4)
+    out, flag = mod.scaled(a, 3)
+    np.testing.assert_array_equal(out, a)
+    assert bool(flag) is True
+
+
+def test_an_onnx_executable_has_no_types_of_its_own_unless_given(
+    pipeline: Pipeline, vmfb: bytes
+) -> None:
+    # IREE records no iree.abi.declaration for ONNX imports: the calling convention says how
+    # many buffers; the types come from the compile answer (Client.load passes them on).
+    bare = load_vmfb(vmfb, driver="local-task")
+    assert str(bare.signatures["main"]) == "main(tensor<?>, tensor<?>) -> (tensor<?>, tensor<?>)"
+    graph = pipeline.prepare(_onnx_two_in_two_out())
+    given = load_vmfb(vmfb, driver="local-task", signatures=graph.signatures)
+    assert str(given.signatures["main"]) == (
+        "main(tensor<64x32xf32>, tensor<32x48xf32>) -> (tensor<64x48xf32>, tensor<64x32xf32>)")
+
+
+def test_signatures_round_trip_and_read_every_type_form() -> None:
+    from kiln.dialects.types import FunctionSignature, ValueType
+
+    decl = ("sync func @f(%input0: tensor<4x?xf32>, %input1: tensor<*xbf16>, %input2: f64) -> "
+            "(%output0: tensor<2xcomplex<f32>>, %output1: !hal.buffer_view)")
+    sig = FunctionSignature.from_declaration(decl)
+    assert sig is not None
+    assert str(sig) == ("f(tensor<4x?xf32>, tensor<*xbf16>, f64) -> "
+                        "(tensor<2xcomplex<f32>>, !hal.buffer_view)")
+    assert FunctionSignature.from_json(sig.to_json()) == sig
+    assert ValueType.parse("!torch.vtensor<[?,3],si64>") == ValueType("tensor", "i64", (None, 3))
+    assert ValueType.parse("tensor<4xf32, #enc<a, b>>") == ValueType("tensor", "f32", (4,))
+    assert FunctionSignature.from_declaration("not a declaration") is None
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

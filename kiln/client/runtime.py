@@ -27,18 +27,22 @@ import os
 import re
 import struct
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from kiln.dialects.types import FunctionSignature
+
 __all__ = ["EXECUTABLE_HEAD_BYTES", "LoadedModule", "driver_for_target", "is_executable",
-           "load_vmfb"]
+           "load_vmfb", "public_function_names", "read_signatures", "vm_signatures"]
 
 # How long a call polls before it blocks on its fence (see the module docstring).
 POLL_BUDGET_S = 0.25
 _CCONV = re.compile(r"\((\w*)\)")
-_SCALAR_KINDS = frozenset("iIfF")  # VM calling convention: i32, i64, f32, f64
+_SCALAR_TYPES = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}  # VM calling convention
+_SCALAR_KINDS = frozenset(_SCALAR_TYPES)
 _DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip", "metal": "metal"}
 
 
@@ -67,7 +71,7 @@ class LoadedModule:
 
     def __init__(
         self, data: bytes, *, driver: str, device: Any = None, wait: str = "auto",
-        poll_budget_s: float = POLL_BUDGET_S,
+        poll_budget_s: float = POLL_BUDGET_S, signatures: Iterable[FunctionSignature] = (),
     ) -> None:
         import iree.runtime as rt
 
@@ -79,6 +83,8 @@ class LoadedModule:
         self.wait = ("poll" if driver == "local-task" else "block") if wait == "auto" else wait
         self.poll_budget_s = poll_budget_s
         self._functions: dict[str, Callable[..., Any]] = {}
+        self._given = tuple(signatures)
+        self._signatures: dict[str, FunctionSignature] | None = None
         self.device = device if device is not None else rt.get_device(driver)
         self._ctx = rt.SystemContext(config=rt.Config(device=self.device))
         self._vm = rt.VmModule.copy_buffer(self._ctx.instance, data)
@@ -88,7 +94,32 @@ class LoadedModule:
 
     @property
     def function_names(self) -> list[str]:
-        return [f.name for f in self._vm.function_names] if hasattr(self._vm, "function_names") else []
+        """The functions a caller can call, in the executable's order (``f$async`` forms and
+        ``__init``-style internals left out)."""
+        return public_function_names(self._vm)
+
+    @property
+    def signatures(self) -> dict[str, FunctionSignature]:
+        """Name -> argument and result types of each callable function (see
+        ``vm_signatures``); where the executable does not record them (ONNX and torch
+        imports), the ones given at load (``signatures=``, e.g. from the server's answer)."""
+        if self._signatures is None:
+            given = {s.name: s for s in self._given}
+            self._signatures = {}
+            for name, sig in vm_signatures(self._vm).items():
+                alt = given.get(name)
+                known = all(v.dtype for v in (*sig.inputs, *sig.outputs))
+                if not known and alt is not None and len(alt.inputs) == len(sig.inputs):
+                    sig = alt
+                self._signatures[name] = sig
+        return dict(self._signatures)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *(n for n in self.function_names if n.isidentifier())})
+
+    def __repr__(self) -> str:
+        sigs = "".join(f"\n  {s}" for s in self.signatures.values())
+        return f"<{type(self).__name__} {self.module_name!r} on {self.driver}:{sigs or ' no functions'}>"
 
     def function(self, name: str) -> Callable[..., Any]:
         # Built once per name: ``mod.f(x)`` in a loop must not redo the lookups and the ABI
@@ -139,7 +170,8 @@ class LoadedModule:
         try:
             return self.function(name)
         except (KeyError, AttributeError) as exc:
-            raise AttributeError(f"the module has no function {name!r}") from exc
+            have = ", ".join(map(repr, self.function_names)) or "none"
+            raise AttributeError(f"the module has no function {name!r}; it has {have}") from exc
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         return self.function(name)
@@ -199,6 +231,47 @@ class LoadedModule:
         return host
 
 
+def public_function_names(vm: Any) -> list[str]:
+    """The callable functions of an ``iree.runtime.VmModule``: its exports less the
+    asynchronous forms (``f$async``) and the internals (``__init``)."""
+    return [n for n in vm.function_names if not n.startswith("__") and "$" not in n]
+
+
+def vm_signatures(vm: Any) -> dict[str, FunctionSignature]:
+    """Name -> signature of each callable function of an ``iree.runtime.VmModule``, read from
+    the executable's own reflection (``iree.abi.declaration``). A function without one (IREE
+    records none for ONNX and torch imports) gets what its calling convention says: scalars
+    typed, buffers as tensors of unknown shape and type. Never raises."""
+    from kiln.dialects.types import FunctionSignature, ValueType
+
+    out: dict[str, FunctionSignature] = {}
+    for name in public_function_names(vm):
+        fn = vm.lookup_function(name)
+        decl = fn.reflection.get("iree.abi.declaration") if fn is not None else None
+        sig = FunctionSignature.from_declaration(str(decl)) if decl else None
+        if sig is None:
+            cc = _signature(fn) or ("", "")
+            sig = FunctionSignature(name, *(tuple(
+                ValueType("scalar", _SCALAR_TYPES[k], ()) if k in _SCALAR_TYPES
+                else ValueType("tensor", "", None) for k in kinds) for kinds in cc))
+        out[name] = FunctionSignature(name, sig.inputs, sig.outputs)
+    return out
+
+
+def read_signatures(data: bytes) -> dict[str, FunctionSignature]:
+    """The signatures of a ``.vmfb``'s callable functions (``vm_signatures``), without a device.
+    Raises ``ValueError`` when ``data`` is not an executable this runtime can read."""
+    import iree.runtime as rt
+
+    if not is_executable(data[:EXECUTABLE_HEAD_BYTES]):
+        raise ValueError("not an IREE executable (.vmfb)")
+    try:
+        vm = rt.VmModule.copy_buffer(rt.VmInstance(), data)
+    except RuntimeError as exc:
+        raise ValueError(f"this iree.runtime cannot read the executable: {exc}") from exc
+    return vm_signatures(vm)
+
+
 def _signature(fn: Any) -> tuple[str, str] | None:
     """A VM function's calling convention as (argument kinds, result kinds): ``0rri_r`` is
     ``("rri", "r")`` (``r`` a ref such as a buffer view, ``i``/``I`` i32/i64, ``f``/``F``
@@ -246,9 +319,11 @@ def _polling_invoker_class() -> type:
 
 def load_vmfb(
     data: bytes, *, driver: str, device: Any = None, wait: str = "auto",
-    poll_budget_s: float = POLL_BUDGET_S,
+    poll_budget_s: float = POLL_BUDGET_S, signatures: Iterable[FunctionSignature] = (),
 ) -> LoadedModule:
     """Load ``data`` on ``driver``. ``wait``: how a call waits for its results on the device;
-    ``"auto"`` polls on ``local-task`` and blocks elsewhere (see the module docstring)."""
+    ``"auto"`` polls on ``local-task`` and blocks elsewhere (see the module docstring).
+    ``signatures``: the functions' types where the executable does not record them (the
+    ``signatures`` of a compile answer)."""
     return LoadedModule(data, driver=driver, device=device, wait=wait,
-                        poll_budget_s=poll_budget_s)
+                        poll_budget_s=poll_budget_s, signatures=signatures)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kiln.dialects.types import InputDialect, PreparedGraph
+from kiln.dialects.types import FunctionSignature, InputDialect, PreparedGraph
 from kiln.errors import (
     CompileError,
     CompileTimeout,
@@ -118,12 +118,14 @@ class CompileResult:
     compiler: CompilerIdentity
     artifacts: list[Artifact]
     errors: list[TargetError]
+    signatures: tuple[FunctionSignature, ...] = ()  # the public functions' types, as imported
 
     def to_json(self) -> dict[str, Any]:
         return {
             "graph_digest": self.graph_digest,
             "input_dialect": self.input_dialect.value,
             "functions": list(self.functions),
+            "signatures": [s.to_json() for s in self.signatures],
             "compiler": {"name": self.compiler.name, "version": self.compiler.version},
             "artifacts": [a.to_json() for a in self.artifacts],
             "errors": [e.to_json() for e in self.errors],
@@ -376,6 +378,7 @@ class Pipeline:
             graph_digest=graph.digest,
             input_dialect=graph.input_dialect,
             functions=graph.functions,
+            signatures=graph.signatures,
             compiler=self.compiler,
             artifacts=artifacts,
             errors=errors,

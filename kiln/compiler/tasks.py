@@ -29,7 +29,7 @@ _DIAG_RE = re.compile(
 STDERR_PATH: str | None = None  # set by the worker process at start (kiln.compiler.workers)
 
 if TYPE_CHECKING:
-    from kiln.dialects.types import PreparedGraph
+    from kiln.dialects.types import FunctionSignature, PreparedGraph
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,7 @@ def prepare(
     sent = len(data) + _dir_bytes(external_data_dir)
     check_expansion(module, request_bytes=sent)  # before anything prints it (issue 21)
     functions = mlir_dialect.public_functions(module)
+    signatures = _signatures(mlir_dialect.public_function_ops(module))
     if not functions:
         # IREE would fail late and obscurely ("failed to generate bytecode"): say it here.
         raise InvalidGraph("the graph has no public function: nothing to compile")
@@ -154,7 +155,22 @@ def prepare(
         input_dialect=dialect,
         functions=tuple(functions),
         traits=traits,
+        signatures=signatures,
     )
+
+
+def _signatures(ops: list[tuple[Any, str]]) -> tuple[FunctionSignature, ...]:
+    """The argument and result types of each public function op, as imported."""
+    from iree.compiler import ir
+
+    from kiln.dialects.types import FunctionSignature
+
+    out = []
+    for op, name in ops:
+        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        out.append(FunctionSignature.from_types(name, map(str, ftype.inputs),
+                                                map(str, ftype.results)))
+    return tuple(out)
 
 
 def _dir_bytes(path: str | None) -> int:
