@@ -27,6 +27,7 @@ COMMANDS = {
     "cache": "cache",
     "verify": "verify",
     "targets": "targets",
+    "inspect": "inspect",
 }
 
 
