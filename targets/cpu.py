@@ -12,11 +12,13 @@ list for its CPU name plus the target's explicit features; the CPU presets are c
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import subprocess
 from collections.abc import Sequence
 
+from kiln.errors import UnsupportedTarget
 from kiln.targets.registry import register_target, unsupported
 from kiln.targets.toolchain import iree_compile_path, llvm_cpu_catalog
 from kiln.targets.types import KindInfo, TargetSpec
@@ -111,6 +113,17 @@ def cpu_model(spec: TargetSpec) -> tuple[str, tuple[str, ...]]:
     return parts[2], tuple(f for f in (parts[3] if len(parts) > 3 else "").split(",") if f)
 
 
+def _unknown(what: str, value: str, valid: list[str], arch: str) -> UnsupportedTarget:
+    """A refusal whose message names a few close matches instead of the compiler's 100+ names
+    (``detail["valid"]`` still holds all of them)."""
+    close = difflib.get_close_matches(value.lower(), valid, n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    where = (f"`kiln targets --cpus {arch}` lists all {len(valid)}" if "CPU" in what
+             else f"the error's detail.valid lists all {len(valid)} LLVM features")
+    return UnsupportedTarget(f"unsupported cpu {what} {value!r}{hint} ({where})",
+                             valid={"cpu": valid})
+
+
 @register_target("cpu")
 class Cpu:
     kind = "cpu"
@@ -137,14 +150,13 @@ class Cpu:
         catalog = llvm_cpu_catalog(triple)
         cpu = parts[1] if len(parts) > 1 and parts[1] else str(base["cpu"])
         if cpu == "host" or cpu not in catalog.cpus:
-            raise unsupported("cpu", f"{arch} CPU name", cpu, sorted(catalog.cpus))
+            raise _unknown(f"{arch} CPU name", cpu, sorted(catalog.cpus), arch)
         feats = list(base["features"])  # type: ignore[call-overload]
         if len(parts) > 2 and parts[2]:
             for f in parts[2].split(","):
                 if not _FEATURE_RE.match(f) or f[1:] not in catalog.features:
-                    raise unsupported(
-                        "cpu", f"{arch} feature", f, sorted("+" + x for x in catalog.features)
-                    )
+                    raise _unknown(f"{arch} feature", f,
+                                   sorted("+" + x for x in catalog.features), arch)
                 feats.append(f)
         # Last mention of a feature wins; normalize to a sorted, de-duplicated list.
         by_name = {f[1:]: f for f in feats}

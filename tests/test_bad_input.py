@@ -107,3 +107,61 @@ def test_graph_cannot_declare_its_own_targets(pipeline: Pipeline) -> None:
     src = (NOTES / "cuda_sm90_target_attr.mlir").read_bytes()
     with pytest.raises(InvalidGraph, match="hal.device.targets"):
         pipeline.compile(src, targets=["cpu"])
+
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_bytes()
+OS_RELEASE = b'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nID=debian\n'
+ELF = Path("/proc/self/exe").resolve().read_bytes()[:8192]  # this Python interpreter
+
+
+@pytest.mark.parametrize(
+    ("data", "declared", "seen"),
+    [
+        (README, "mlir", "text whose first line is '# Kiln'"),
+        (OS_RELEASE, None, "text whose first line is 'PRETTY_NAME="),
+        (OS_RELEASE, "onnx", "text whose first line is 'PRETTY_NAME="),
+        (ELF, None, "an ELF executable or shared library (first bytes 7f 45 4c 46"),
+        (b"PK\x03\x04" + bytes(40), "onnx", "a zip archive"),
+        (b'[{"op": "Conv"}]', None, "JSON text"),
+    ],
+    ids=["readme-as-mlir", "os-release", "os-release-as-onnx", "elf", "zip-as-onnx", "json"],
+)
+def test_what_is_no_graph_is_refused_saying_what_it_looks_like(
+    pipeline: Pipeline, data: bytes, declared: str | None, seen: str
+) -> None:
+    # Not a parser's complaint about a file that was never a graph ("invalid attribute name",
+    # "custom op 'PRETTY_NAME' is unknown", "Wire format was corrupt", "looks like MLIR").
+    with pytest.raises(InvalidGraph) as info:
+        pipeline.compile(data, targets=["cpu"], format=declared)
+    assert info.value.code == "invalid_graph"
+    assert info.value.message.startswith("the graph is not recognised as ONNX or MLIR")
+    assert seen in info.value.message
+    assert info.value.detail["first_bytes"] == data[:16].hex(" ")
+
+
+def test_a_declared_format_that_the_bytes_contradict_says_what_they_are(pipeline: Pipeline) -> None:
+    with pytest.raises(InvalidGraph, match="format is 'onnx' but the data is MLIR text"):
+        pipeline.compile(ADD, targets=["cpu"], format="onnx")
+    with pytest.raises(InvalidGraph, match="format is 'mlir' but the data is an ONNX model"):
+        pipeline.compile(onnx_mlp(), targets=["cpu"], format="mlir")
+
+
+def test_a_type_error_is_not_called_a_parse_error(pipeline: Pipeline) -> None:
+    src = (b"func.func @main(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {\n"
+           b"  %0 = arith.addf %a, %b : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    with pytest.raises(InvalidGraph) as info:
+        pipeline.compile(src, targets=["cpu"])
+    assert info.value.message.startswith("the MLIR has a type error: use of value '%b' expects")
+    assert info.value.detail["diagnostics"][0]["line"] == 2
+
+
+def test_a_bad_cpu_name_suggests_close_ones_instead_of_listing_all(pipeline: Pipeline) -> None:
+    with pytest.raises(UnsupportedTarget) as info:
+        pipeline.compile(ADD, targets=["cpu:x86_64:skylakee"])
+    msg = info.value.message
+    assert "did you mean skylake" in msg and "`kiln targets --cpus x86_64` lists all" in msg
+    assert len(msg) < 250 and "znver3" not in msg
+    assert info.value.code == "unsupported_target"
+    assert len(info.value.detail["valid"]["cpu"]) > 100  # the machine-readable list stays whole
+    with pytest.raises(UnsupportedTarget, match=r"did you mean \+avx512f"):
+        pipeline.compile(ADD, targets=["cpu:x86_64:znver3:+avx512ff"])
