@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 _LOC_RE = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)\)$')
 SOURCE_NAME = "input.mlir"
+# Parser diagnostics about types that do not agree (the text itself is well formed).
+_TYPE_ERROR = re.compile(
+    r"expects different type|type mismatch|mismatch(?:ed)? types?|incompatible|inferred type|"
+    r"(?:operand|result|argument|element) types?\b.*(?:match|same|expected)|"
+    r"(?:match|same).*\btypes?\b"
+)
 
 
 def to_diagnostic(location: str, message: str, severity: str = "error") -> Diagnostic:
@@ -41,7 +47,8 @@ def parse_module(data: bytes | str, *, context: ir.Context) -> ir.Module:
     except ir.MLIRError as exc:
         diags = [to_diagnostic(str(d.location), d.message) for d in exc.error_diagnostics]
         first = diags[0].message if diags else str(exc)
-        raise InvalidGraph(f"the MLIR does not parse: {first}", diagnostics=diags) from None
+        what = "has a type error" if _TYPE_ERROR.search(first) else "does not parse"
+        raise InvalidGraph(f"the MLIR {what}: {first}", diagnostics=diags) from None
     except ValueError as exc:  # bytecode the reader rejects, embedded NULs, ...
         raise InvalidGraph(f"the MLIR does not parse: {exc}") from None
     try:
