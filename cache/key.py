@@ -95,7 +95,7 @@ class CompileKey:
     compiler_version: str
     compiler_hash: str
     key_version: int = KEY_VERSION
-    #: Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``), each applied after the
+    #: Kiln's own linalg rewrites (``kiln.lowering.rewrites.REWRITES``), each applied after the
     #: IREE phase it follows; part of the key like the flags.
     rewrites: tuple[str, ...] = ()
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kiln.lowering.cnn import (
+from kiln.lowering.linalg import (
     PARALLEL as _P,
     REDUCTION as _R,
     indexing_maps,

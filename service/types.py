@@ -112,7 +112,7 @@ class ArtifactOut(BaseModel):
     rewrites: list[str] = Field(
         default_factory=list,
         description="Kiln's linalg rewrites, each applied after the IREE phase it follows "
-        "(--compile-to=PHASE, rewrite, --compile-from=PHASE; kiln.lowering.layout.REWRITES); "
+        "(--compile-to=PHASE, rewrite, --compile-from=PHASE; kiln.lowering.rewrites.REWRITES); "
         "empty: the flags alone reproduce it",
     )
     warnings: list[str]

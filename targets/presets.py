@@ -256,7 +256,7 @@ def preset_rewrites(
     features: Sequence[str] = (),
     traits: Mapping[str, int] | None = None,
 ) -> tuple[str, ...]:
-    """Kiln's own linalg rewrites (``kiln.lowering.layout.REWRITES``) a preset adds for a graph
+    """Kiln's own linalg rewrites (``kiln.lowering.rewrites.REWRITES``) a preset adds for a graph
     (``arch``, ``cpu``, ``features`` as for ``preset_flags``).
 
     ``depthwise-nhwc`` (channels-first depthwise convolutions run channels-last), for a graph with

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,12 +47,22 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def light_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    venv = tmp_path_factory.mktemp("light") / "venv"
+    root = tmp_path_factory.mktemp("light")
+    # The checkout's files (tracked and new, not ignored) copied out: building in place would
+    # leave build/ and *.egg-info in the repository.
+    src = root / "src"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
-    # A non-editable install of the repository with no extras: the client's dependencies only.
+    # A non-editable install with no extras: the client's dependencies only.
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        str(REPO)], capture_output=True, text=True, timeout=900,
+                        str(src)], capture_output=True, text=True, timeout=900,
                        env={**os.environ, "PIP_NO_INPUT": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     return py

@@ -304,7 +304,7 @@ def test_a_failing_rewrite_is_a_clean_compile_error(
     engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kiln.errors import CompileError
-    from kiln.lowering import layout
+    from kiln.lowering import rewrites as layout
     from kiln.compiler.tasks import compile_module
 
     def boom(module: Any) -> int:
@@ -325,4 +325,4 @@ def test_a_failing_rewrite_is_a_clean_compile_error(
     # the same process compiles and runs the next graph normally
     out = compile_module(mlir=mlir, flags=flags, engine=engine)
     x = np.arange(4, dtype=np.float32)
-    np.testing.assert_array_equal(load_vmfb(out["data"], driver="local-task").main(x), 2 * x)
+    np.testing.assert_array_equal(load_vmfb(out.data, driver="local-task").main(x), 2 * x)

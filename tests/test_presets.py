@@ -337,7 +337,7 @@ def test_preset_rewrites_by_graph_class_and_target() -> None:
 def test_depthwise_rewrite_on_linalg() -> None:
     from iree.compiler import ir
 
-    from kiln.lowering.layout import apply_rewrites
+    from kiln.lowering.rewrites import apply_rewrites
 
     static = """
     func.func @f(%x: tensor<2x8x9x9xf32>, %w: tensor<8x3x3xf32>, %o: tensor<2x8x4x4xf32>)

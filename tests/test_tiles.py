@@ -80,7 +80,7 @@ def _at_executable_configurations(
 
 def _conv_configs(module: Any) -> list[tuple[list[int], list[int]]]:
     """(distribution, vector tile) of every op configured like a data-tiled convolution."""
-    from kiln.lowering.cnn import ops_named
+    from kiln.lowering.linalg import ops_named
 
     found = []
     for op in ops_named(module, "linalg.generic"):

@@ -66,7 +66,7 @@ class Artifact:
     compile_seconds: float
     flags: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (kiln.lowering.layout), if any
+    rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (kiln.lowering.rewrites), if any
     #: The signed provenance envelope (JSON text, kiln.provenance) when the cache signs; not
     #: part of the compile answer (GET /v1/artifacts/{hex}/provenance serves it).
     provenance: str = field(default="", repr=False, compare=False)
@@ -233,7 +233,7 @@ class Pipeline:
     def rewrites_for(
         self, spec: TargetSpec, options: CompileOptions, *, graph: PreparedGraph | None = None
     ) -> tuple[str, ...]:
-        """Kiln's linalg rewrites for this graph and target (``kiln.lowering.layout``)."""
+        """Kiln's linalg rewrites for this graph and target (``kiln.lowering.rewrites``)."""
         traits = graph.traits.to_json() if graph is not None else None
         cpu, features = cpu_model(spec)
         return preset_rewrites(spec.kind, options.preset, arch=spec.arch, cpu=cpu,

@@ -274,7 +274,7 @@ def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | N
             src = SOURCE_NAME
             for i, (args, _, names) in enumerate(stages, 1):
                 f.write(" ".join([*base, *args, src, "-o", f"stage{i}.mlirbc"]) + "\n")
-                f.write(f"# then kiln.lowering.layout.apply_rewrites(module, {names!r})\n")
+                f.write(f"# then kiln.lowering.rewrites.apply_rewrites(module, {names!r})\n")
                 src = f"stage{i}.mlirbc"
             f.write(" ".join([*base, *last, src, "-o", "out.vmfb"]) + "\n")
         else:
@@ -287,7 +287,7 @@ def _cli_stages(
 ) -> tuple[list[tuple[list[str], str, list[str]]], list[str]]:
     """The ``iree-compile`` arguments of a staged compile: for each phase a rewrite follows,
     (arguments, phase, rewrite names), then the last run's arguments."""
-    from kiln.lowering.layout import rewrite_stages
+    from kiln.lowering.rewrites import rewrite_stages
 
     stages, prev = [], None
     for phase, names in rewrite_stages(rewrites):
@@ -325,7 +325,7 @@ def _compile_session(
             if ok and rewrites:
                 # Stop after each phase a rewrite follows, rewrite the module in place (it lives
                 # in the session's context), and resume from there in a fresh invocation.
-                from kiln.lowering.layout import rewrite_stages
+                from kiln.lowering.rewrites import rewrite_stages
 
                 prev = None
                 for phase, names in rewrite_stages(rewrites):
@@ -460,7 +460,7 @@ def _compile_cli(
 def _rewrite_stage(module: Any, names: list[str], phase: str, flags: list[str]) -> None:
     """Apply Kiln's rewrites ``names`` to ``module``; a failure is this compile's
     ``compile_failed`` (with the way around it), never a crashed worker task."""
-    from kiln.lowering.layout import apply_rewrites
+    from kiln.lowering.rewrites import apply_rewrites
 
     try:
         apply_rewrites(module, names)
