@@ -23,25 +23,55 @@ from kiln.dialects.types import GraphTraits
 if TYPE_CHECKING:
     from iree.compiler import ir
 
-__all__ = ["graph_traits"]
+__all__ = ["MLIR_OPS", "ONNX_OPS", "graph_traits", "op_kind"]
 
-_MATMUL_ONNX = {"onnx.MatMul", "onnx.Gemm", "onnx.MatMulInteger", "onnx.QLinearMatMul"}
-_CONV_ONNX = {"onnx.Conv", "onnx.ConvInteger", "onnx.QLinearConv"}
-_ATTN_ONNX = {"onnx.Softmax", "onnx.LogSoftmax", "onnx.Attention", "onnx.MultiHeadAttention"}
-_MATMUL_OPS = {
-    "linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.batch_matvec",
-    "linalg.matmul_transpose_a", "linalg.matmul_transpose_b", "linalg.batch_matmul_transpose_b",
-    "linalg.contract", "linalg.batch_reduce_matmul",
-    "stablehlo.dot", "stablehlo.dot_general",
-    "tosa.matmul", "tosa.fully_connected",
-    "torch.aten.mm", "torch.aten.bmm", "torch.aten.matmul", "torch.aten.linear",
-    "torch.aten.addmm", "torch.aten.baddbmm",
+# The one table of which op counts as what, used here (on the imported module) and by the light
+# client's ``kiln.client.autotune.cheap_traits`` (on ONNX protobufs and MLIR text, without the
+# compiler). Values: "conv", "depthwise_conv" (a convolution known to be depthwise), "matmul",
+# "attention" (softmax and fused attention).
+
+#: ONNX op type -> kind (ops imported as ``torch.operator "onnx.<type>"``).
+ONNX_OPS: dict[str, str] = {
+    "Conv": "conv", "ConvInteger": "conv", "QLinearConv": "conv",
+    "MatMul": "matmul", "Gemm": "matmul", "MatMulInteger": "matmul", "QLinearMatMul": "matmul",
+    "Softmax": "attention", "LogSoftmax": "attention", "Attention": "attention",
+    "MultiHeadAttention": "attention",
 }
-_ATTN_OPS = {
-    "linalg.softmax", "iree_linalg_ext.attention", "iree_linalg_ext.online_attention",
-    "torch.aten.softmax.int", "torch.aten._softmax", "torch.aten.log_softmax.int",
-    "torch.aten.scaled_dot_product_attention",
+#: MLIR op name -> kind; ``linalg.conv_*`` and ``linalg.depthwise_conv_*`` by prefix (op_kind).
+MLIR_OPS: dict[str, str] = {
+    **dict.fromkeys((
+        "linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.batch_matvec",
+        "linalg.matmul_transpose_a", "linalg.matmul_transpose_b", "linalg.batch_matmul_transpose_b",
+        "linalg.contract", "linalg.batch_reduce_matmul",
+        "stablehlo.dot", "stablehlo.dot_general",
+        "tosa.matmul", "tosa.fully_connected",
+        "torch.aten.mm", "torch.aten.bmm", "torch.aten.matmul", "torch.aten.linear",
+        "torch.aten.addmm", "torch.aten.baddbmm",
+    ), "matmul"),
+    **dict.fromkeys((
+        "linalg.softmax", "iree_linalg_ext.attention", "iree_linalg_ext.online_attention",
+        "torch.aten.softmax.int", "torch.aten._softmax", "torch.aten.log_softmax.int",
+        "torch.aten.scaled_dot_product_attention",
+    ), "attention"),
+    **dict.fromkeys(("tosa.conv2d", "tosa.conv3d", "stablehlo.convolution",
+                     "torch.aten.convolution", "torch.aten.conv2d", "torch.aten._convolution"),
+                    "conv"),
+    "tosa.depthwise_conv2d": "depthwise_conv",
 }
+_MLIR_PREFIXES = (("linalg.depthwise_conv", "depthwise_conv"), ("linalg.conv", "conv"))
+
+
+def op_kind(name: str) -> str | None:
+    """The kind an MLIR op (``linalg.matmul``) or an imported ONNX op (``onnx.Conv``) counts as;
+    None for the rest."""
+    if name.startswith("onnx."):
+        return ONNX_OPS.get(name[len("onnx."):])
+    kind = MLIR_OPS.get(name)
+    if kind is None:
+        kind = next((k for prefix, k in _MLIR_PREFIXES if name.startswith(prefix)), None)
+    return kind
+
+
 _SHAPE_RE = re.compile(r"\[([0-9,?\s]*)\]")
 _INT_RE = re.compile(r"-?\d+")
 
@@ -66,40 +96,31 @@ def graph_traits(module: ir.Module) -> GraphTraits:
 def _count(op: ir.Operation, counts: dict[str, int]) -> None:
     name = op.name
     if name == "torch.operator":
-        onnx_name = _str_attr(op, "name")
-        if onnx_name in _CONV_ONNX:
-            counts["conv"] += 1
+        name = _str_attr(op, "name") or ""
+    kind = op_kind(name)
+    if kind is None:
+        return
+    if kind == "conv":
+        # The kinds a table cannot tell: depthwise when every group has one input channel.
+        if name.startswith("onnx."):
             group = _int_attr(op, "torch.onnx.group") or 1
             weight = _shape(op.operands[1].type) if len(op.operands) > 1 else None
             if group > 1 and weight is not None and len(weight) > 1 and weight[1] == 1:
-                counts["depthwise_conv"] += 1
-        elif onnx_name in _MATMUL_ONNX:
-            counts["matmul"] += 1
-        elif onnx_name in _ATTN_ONNX:
-            counts["attention"] += 1
-        return
-    if name.startswith("linalg.depthwise_conv") or name == "tosa.depthwise_conv2d":
+                kind = "depthwise_conv"
+        elif name == "stablehlo.convolution":
+            groups = _int_attr(op, "feature_group_count") or 1
+            lhs = _shape(op.operands[0].type)
+            if groups > 1 and lhs is not None and groups in lhs:
+                kind = "depthwise_conv"
+        elif name.startswith("torch.aten."):
+            weight = _shape(op.operands[1].type) if len(op.operands) > 1 else None
+            # aten weight is [out, in/groups, kh, kw]: one input channel per group is depthwise
+            # when the op has several groups (the output channels exceed 1 then).
+            if weight is not None and len(weight) > 1 and weight[1] == 1 and weight[0] > 1:
+                kind = "depthwise_conv"
+    if kind == "depthwise_conv":
         counts["conv"] += 1
-        counts["depthwise_conv"] += 1
-    elif name.startswith("linalg.conv") or name in ("tosa.conv2d", "tosa.conv3d"):
-        counts["conv"] += 1
-    elif name == "stablehlo.convolution":
-        counts["conv"] += 1
-        groups = _int_attr(op, "feature_group_count") or 1
-        lhs = _shape(op.operands[0].type)
-        if groups > 1 and lhs is not None and groups in lhs:
-            counts["depthwise_conv"] += 1
-    elif name in ("torch.aten.convolution", "torch.aten.conv2d", "torch.aten._convolution"):
-        counts["conv"] += 1
-        weight = _shape(op.operands[1].type) if len(op.operands) > 1 else None
-        # aten weight is [out, in/groups, kh, kw]: one input channel per group is depthwise
-        # when the op has several groups (the output channels exceed 1 then).
-        if weight is not None and len(weight) > 1 and weight[1] == 1 and weight[0] > 1:
-            counts["depthwise_conv"] += 1
-    elif name in _MATMUL_OPS:
-        counts["matmul"] += 1
-    elif name in _ATTN_OPS:
-        counts["attention"] += 1
+    counts[kind] += 1
 
 
 def _str_attr(op: ir.Operation, key: str) -> str | None:

@@ -1,14 +1,18 @@
-"""The one atomic file write every part of Kiln uses (the disk cache, the client cache, the CLI's
-outputs, tuning entries, key files)."""
+"""Files every part of Kiln shares: the one atomic file write (the disk cache, the client cache,
+the CLI's outputs, tuning entries, key files) and the one place caches live (``cache_home``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["TMP_PREFIX", "atomic_write"]
+__all__ = ["TMP_PREFIX", "atomic_write", "cache_home"]
+
+#: Each cache's own override, and its folder under the user cache home.
+_CACHES = {"compile": ("KILN_CACHE_DIR", ""), "client": ("KILN_CLIENT_CACHE_DIR", "client")}
 
 #: Temporary files start with this; ``kiln cache gc`` removes dead writers' leftovers.
 TMP_PREFIX = ".tmp-"
@@ -53,3 +57,26 @@ def atomic_write(
         finally:
             os.close(dfd)
     return p
+
+
+def cache_home(which: str = "compile") -> Path:
+    """Where a Kiln cache lives on this machine: ``"compile"`` (the embedded pipeline's and the
+    daemon's disk cache) or ``"client"`` (the SDK's local cache; autotune keeps its choices in
+    its ``tuning/`` folder).
+
+    Its environment variable when set (``KILN_CACHE_DIR``, ``KILN_CLIENT_CACHE_DIR``), else
+    under the platform's user cache folder: ``$XDG_CACHE_HOME/kiln`` (an absolute
+    ``XDG_CACHE_HOME`` only, as the XDG spec says), else ``~/.cache/kiln``;
+    ``~/Library/Caches/kiln`` on macOS. The client's is ``client/`` under that. Nothing is
+    created here.
+    """
+    env, sub = _CACHES[which]
+    override = os.environ.get(env)
+    if override:
+        return Path(override).expanduser()
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "kiln" / sub if sub else base / "kiln"

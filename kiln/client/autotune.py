@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from kiln.errors import InvalidRequest, KilnError
-from kiln.files import atomic_write
+from kiln.files import atomic_write, cache_home
 
 __all__ = [
     "TUNING_KEY_VERSION",
@@ -92,11 +92,9 @@ class TuneResult:
 
 
 def default_tuning_dir() -> Path:
-    env = os.environ.get("KILN_CLIENT_CACHE_DIR")
-    if env:
-        return Path(env) / "tuning"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kiln" / "tuning"
+    """The client cache's ``tuning/`` folder (``kiln.files.cache_home("client")``), where
+    ``Client.load(autotune=True)`` keeps its choices too."""
+    return cache_home("client") / "tuning"
 
 
 def autotune(
@@ -163,7 +161,7 @@ def autotune(
         compiles += 1
         try:
             data = compile(opts)
-        except Exception as exc:  # noqa: BLE001 - a variant that cannot compile is not chosen
+        except Exception as exc:
             if name == "default":
                 raise
             why = f"{exc.code}: {exc.message}" if isinstance(exc, KilnError) else repr(exc)
@@ -184,7 +182,7 @@ def autotune(
             elif not _agrees(out, reference):
                 skipped[name] = "outputs differ from the default preset's"
                 continue
-        except Exception as exc:  # noqa: BLE001 - a candidate that cannot run is not chosen
+        except Exception as exc:
             if name == "default":
                 raise
             skipped[name] = f"run: {type(exc).__name__}: {str(exc)[:200]}"
@@ -316,49 +314,45 @@ def _write_entry(path: Path, doc: Mapping[str, Any]) -> None:
 
 # -- graphs, inputs, outputs -----------------------------------------------------------------
 
-_MLIR_OPS = re.compile(
-    r"\b(linalg\.depthwise_conv\w*|linalg\.conv\w*|tosa\.depthwise_conv2d|tosa\.conv2d|"
-    r"stablehlo\.convolution|torch\.aten\.convolution|linalg\.(?:batch_)?matmul\w*|"
-    r"stablehlo\.dot(?:_general)?|tosa\.matmul|torch\.aten\.(?:mm|bmm|matmul|linear)|"
-    r"linalg\.softmax|torch\.aten\.softmax\.int)\b"
-)
+# An op name in MLIR text (custom or generic form): ``linalg.matmul``, ``"tosa.conv2d"``.
+_MLIR_OP_NAME = re.compile(r"(?<![\w.%@#!$])([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+)\b")
 
 
 def cheap_traits(graph: bytes) -> dict[str, int]:
-    """Op counts without the compiler (the client may have none): from the ONNX protobuf, or a
-    scan of MLIR text. Only used to choose which presets to try; unknown → all zero."""
+    """Op counts without the compiler (the client may have none), from the same table as the
+    server's ``kiln.dialects.traits``: from the ONNX protobuf, or a scan of MLIR text. Depthwise
+    convolutions are told apart where the table or the ONNX weights say so (``stablehlo`` and
+    ``torch`` ones count as plain convolutions here). Only used to choose which presets to try;
+    unknown -> all zero."""
+    from kiln.dialects.traits import ONNX_OPS, op_kind
+
     counts = {"conv": 0, "depthwise_conv": 0, "matmul": 0, "attention": 0}
     model = _onnx_model(graph)
     if model is not None:
         shapes = {t.name: list(t.dims) for t in model.graph.initializer}
         for node in model.graph.node:
-            if node.op_type in ("Conv", "ConvInteger", "QLinearConv"):
-                counts["conv"] += 1
+            kind = ONNX_OPS.get(node.op_type)
+            if kind == "conv":
                 group = next((a.i for a in node.attribute if a.name == "group"), 1)
                 w = shapes.get(node.input[1] if len(node.input) > 1 else "", [])
                 if group > 1 and len(w) > 1 and w[1] == 1:
-                    counts["depthwise_conv"] += 1
-            elif node.op_type in ("MatMul", "Gemm", "MatMulInteger", "QLinearMatMul"):
-                counts["matmul"] += 1
-            elif node.op_type in ("Softmax", "LogSoftmax", "Attention"):
-                counts["attention"] += 1
+                    kind = "depthwise_conv"
+            _add(counts, kind)
         return counts
     try:
         text = graph.decode("utf-8")
     except UnicodeDecodeError:
         return counts
-    for m in _MLIR_OPS.finditer(text):
-        op = m.group(1)
-        if "depthwise" in op:
-            counts["conv"] += 1
-            counts["depthwise_conv"] += 1
-        elif "conv" in op:
-            counts["conv"] += 1
-        elif "softmax" in op:
-            counts["attention"] += 1
-        else:
-            counts["matmul"] += 1
+    for m in _MLIR_OP_NAME.finditer(re.sub(r"//[^\n]*", "", text)):
+        _add(counts, op_kind(m.group(1)))
     return counts
+
+
+def _add(counts: dict[str, int], kind: str | None) -> None:
+    if kind == "depthwise_conv":
+        counts["conv"] += 1
+    if kind is not None:
+        counts[kind] += 1
 
 
 def _onnx_model(graph: bytes) -> Any:

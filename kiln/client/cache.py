@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kiln.files import atomic_write
+from kiln.files import atomic_write, cache_home
 
 __all__ = ["LocalCache", "default_client_cache_dir", "request_key"]
 
@@ -32,11 +32,8 @@ KEY_VERSION = 2
 
 
 def default_client_cache_dir() -> Path:
-    env = os.environ.get("KILN_CLIENT_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kiln" / "client"
+    """``kiln.files.cache_home("client")``: ``$KILN_CLIENT_CACHE_DIR`` or ``~/.cache/kiln/client``."""
+    return cache_home("client")
 
 
 def request_key(
