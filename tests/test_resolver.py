@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import platform
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kiln.targets import parse_target
+from kiln.targets.toolchain import llvm_cpu_catalog
 
 from kiln.client import resolver
 from kiln.client.resolver import CpuInfo, DeviceInfo, detect_cpu, rank
-from kiln.targets import parse_target
-from kiln.targets.toolchain import llvm_cpu_catalog
 
 EMR_FLAGS = (
     "fpu sse sse2 pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c "
@@ -101,8 +100,7 @@ class FakeRuntime:
 
 def test_ranking_gpu_first_cpu_last_and_forced_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     # As on a machine whose libcuda is absent: the arch comes from the device name.
-    monkeypatch.setattr(resolver, "_cuda_arch", lambda i, name: next(
-        a for p, a in resolver._CUDA_NAMES if re.search(p, name)))
+    monkeypatch.setattr(resolver, "_cuda_arch", lambda i, name: resolver._product(name, "cuda"))
     rt = FakeRuntime({
         "cuda": [{"name": "NVIDIA H100 80GB HBM3", "path": "GPU-1"}],
         "vulkan": [{"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "path": "a"},
@@ -121,3 +119,50 @@ def test_ranking_gpu_first_cpu_last_and_forced_kinds(monkeypatch: pytest.MonkeyP
         rank("tpu", devices, cpu)
     assert [d.target for d in resolver.detect_devices(FakeRuntime({}))] == []
     assert DeviceInfo("vulkan", "x", "vulkan").software is False
+
+
+def test_a_full_target_string_is_a_device_too() -> None:
+    devices = [DeviceInfo("vulkan", "AMD Radeon RX 7900 XTX (RADV NAVI31)", "vulkan:rdna3"),
+               DeviceInfo("vulkan", "llvmpipe (LLVM 15.0.6, 256 bits)", "vulkan:llvmpipe", True)]
+    cpu = CpuInfo("x86_64", "znver3")
+    # The device whose detected target it is (lavapipe here, though it is the software one).
+    assert rank("vulkan:llvmpipe", devices, cpu) == [
+        resolver.Candidate("vulkan:llvmpipe", "vulkan", "llvmpipe (LLVM 15.0.6, 256 bits)")]
+    assert [(c.target, c.driver) for c in rank("vulkan:ampere", devices, cpu)] == [
+        ("vulkan:ampere", "vulkan")]  # a profile of the kind, on its first device
+    assert [(c.target, c.driver) for c in rank("CPU:x86_64:skylake", [], cpu)] == [
+        ("cpu:x86_64:skylake", "local-task")]
+    assert rank("rocm:gfx942", devices, cpu) == []  # no such device here: load() says NotFound
+    with pytest.raises(Exception, match="vulkan:llvmpipe or cpu:x86_64:znver3"):
+        rank("tpu:v5", devices, cpu)
+
+
+@pytest.mark.parametrize(
+    ("name", "cuda", "vulkan"),
+    [
+        ("NVIDIA H100 80GB HBM3", "sm_90", "vulkan"),  # no Vulkan profile for Hopper
+        ("NVIDIA A100-SXM4-80GB", "sm_80", "vulkan:ampere"),
+        ("NVIDIA GeForce RTX 4090", "sm_89", "vulkan:ada"),
+        ("Tesla T4", "sm_75", "vulkan:turing"),
+        ("NVIDIA L40S", "sm_89", "vulkan:ada"),
+        ("AMD Radeon RX 7900 XTX (RADV NAVI31)", None, "vulkan:rdna3"),
+        ("AMD Instinct MI300X", None, "vulkan:cdna3"),
+        ("llvmpipe (LLVM 15.0.6, 256 bits)", None, "vulkan:llvmpipe"),
+        ("Adreno (TM) 740", None, "vulkan:adreno"),
+        ("Some Unknown GPU", None, "vulkan"),
+    ],
+)
+def test_device_names_are_read_with_the_target_kinds_own_tables(
+    name: str, cuda: str | None, vulkan: str
+) -> None:
+    assert resolver._product(name, "cuda") == cuda
+    assert resolver._vulkan_target(name) == vulkan
+
+
+def test_every_product_alias_of_the_targets_is_a_device_name_the_resolver_knows() -> None:
+    # One table: a product added to kiln.targets.cuda/rocm ALIASES is recognised here too.
+    from kiln.targets import cuda, rocm
+
+    for kind, table in (("cuda", cuda.ALIASES), ("rocm", rocm.ALIASES)):
+        for alias, arch in table.items():
+            assert resolver._product(f"Vendor {alias.upper()} 64GB", kind) == arch, alias

@@ -25,18 +25,18 @@ import logging
 import platform
 import re
 import subprocess
-from pathlib import Path
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kiln.errors import InvalidRequest
 
 __all__ = [
+    "DEVICES",
     "Candidate",
     "CpuInfo",
     "DeviceInfo",
-    "DEVICES",
     "candidates",
     "detect_cpu",
     "detect_devices",
@@ -163,12 +163,12 @@ _INTEL_FAMILY6 = {
     0xAF: "sierraforest", 0xB6: "grandridge",
 }
 _AMD_RANGES: dict[int, list[tuple[range, str]]] = {
-    0x17: [(range(0x30, 0x100), "znver2"), (range(0x00, 0x30), "znver1")],
+    0x17: [(range(0x30, 0x100), "znver2"), (range(0x30), "znver1")],
     0x19: [
         (range(0x10, 0x20), "znver4"), (range(0x60, 0x80), "znver4"), (range(0xA0, 0xB0), "znver4"),
-        (range(0x00, 0x100), "znver3"),
+        (range(0x100), "znver3"),
     ],
-    0x1A: [(range(0x00, 0x100), "znver5")],
+    0x1A: [(range(0x100), "znver5")],
 }
 # aarch64 (implementer, part) -> LLVM name.
 _ARM_PARTS = {
@@ -351,21 +351,39 @@ def _detect_arm(fields: dict[str, str], catalog: Any) -> CpuInfo:
 
 # -- accelerators ---------------------------------------------------------------------------------
 
-_CUDA_NAMES = [
-    (r"B200|B100|GB200", "sm_100"), (r"H100|H200|H800|GH200", "sm_90"),
-    (r"L4\b|L40|RTX 40|RTX [0-9]+ Ada|4090|4080", "sm_89"), (r"A100|A800|A30\b", "sm_80"),
-    (r"A10\b|A40|A16|A2\b|RTX 30|RTX A[0-9]", "sm_86"), (r"T4\b|RTX 20|Quadro RTX", "sm_75"),
-    (r"V100", "sm_70"),
-]
-_VULKAN_NAMES = [
-    (r"llvmpipe|lavapipe", "llvmpipe"), (r"RX 9\d{3}", "rdna4"), (r"RX 7\d{3}|gfx11", "rdna3"),
-    (r"RX 6\d{3}|gfx103", "rdna2"), (r"RX 5\d{3}|gfx101", "rdna1"), (r"MI300|gfx942", "cdna3"),
-    (r"RTX 40|L4\b|L40|Ada", "ada"), (r"A100|RTX 30|A10\b|A40|Ampere", "ampere"),
-    (r"RTX 20|T4\b|Turing", "turing"), (r"V100", "volta"), (r"GTX 10|P100|P40|Pascal", "pascal"),
-    (r"Mali-G7[12]|Mali-G[0-9]{3}|Immortalis", "valhall4"), (r"Mali", "valhall1"),
-    (r"Adreno", "adreno"),
-]
 _SOFTWARE_VULKAN = re.compile(r"llvmpipe|lavapipe|swiftshader", re.IGNORECASE)
+# Vulkan profile of a GPU generation, from its CUDA or ROCm arch (the product names themselves
+# are the target kinds' alias tables: kiln.targets.cuda/rocm/vulkan ALIASES).
+_SM_PROFILES = (("sm_89", "ada"), ("sm_8", "ampere"), ("sm_75", "turing"), ("sm_7", "volta"),
+                ("sm_6", "pascal"))
+_GFX_PROFILES = (("gfx12", "rdna4"), ("gfx11", "rdna3"), ("gfx103", "rdna2"), ("gfx101", "rdna1"),
+                 ("gfx94", "cdna3"))
+
+
+def _kind_tables(kind: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(archs, aliases) of a target kind: pure-Python tables, there without the compiler."""
+    _cpu_kind()  # the whole registry first (see _cpu_kind)
+    import importlib
+
+    mod = importlib.import_module(f"kiln.targets.{kind}")
+    return tuple(mod.ARCHS), dict(mod.ALIASES)
+
+
+def _product(name: str, kind: str) -> str | None:
+    """The arch of ``kind`` a device name names: a word of the name, or two or three adjacent
+    words run together, that is one of the kind's archs or aliases (``NVIDIA H100 80GB HBM3``
+    -> ``h100`` -> ``sm_90``; ``AMD Radeon RX 7900 XTX`` -> ``rx7900xtx`` -> ``gfx1100``)."""
+    archs, aliases = _kind_tables(kind)
+    # Names are compared as runs of letters and digits: "dgx-spark" is "DGX Spark" or "dgxspark".
+    table = {re.sub(r"[^a-z0-9]", "", a): arch for a, arch in aliases.items()}
+    table.update({re.sub(r"[^a-z0-9]", "", a): a for a in archs})
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    for n in (3, 2, 1):
+        for i in range(len(words) - n + 1):
+            arch = table.get("".join(words[i : i + n]))
+            if arch is not None:
+                return arch
+    return None
 
 
 def _cuda_arch(index: int, name: str) -> str | None:
@@ -382,10 +400,7 @@ def _cuda_arch(index: int, name: str) -> str | None:
             return f"sm_{major.value}{minor.value}"
     except (OSError, AttributeError):
         pass
-    for pattern, arch in _CUDA_NAMES:
-        if re.search(pattern, name):
-            return arch
-    return None
+    return _product(name, "cuda")
 
 
 def _hip_archs() -> list[str]:
@@ -405,19 +420,25 @@ def _hip_archs() -> list[str]:
 
 
 def _vulkan_target(name: str) -> str:
-    for pattern, arch in _VULKAN_NAMES:
-        if re.search(pattern, name, re.IGNORECASE):
-            return f"vulkan:{arch}"
-    return "vulkan"
+    """The Vulkan profile for a device name: named outright (``llvmpipe``, ``adreno``, an alias
+    such as ``mali``), else the generation of the CUDA or ROCm arch the name says; else the
+    portable default profile."""
+    profile = _product(name, "vulkan")
+    if profile is None:
+        sm, gfx = _product(name, "cuda"), _product(name, "rocm")
+        table, arch = (_SM_PROFILES, sm) if sm else (_GFX_PROFILES, gfx)
+        profile = next((p for prefix, p in table if arch and arch.startswith(prefix)), None)
+    return f"vulkan:{profile}" if profile and profile != "generic" else "vulkan"
 
 
 def detect_devices(rt: Any = None) -> list[DeviceInfo]:
     """Every accelerator device iree.runtime can open here (CPU excluded). Never raises."""
     if rt is None:
         try:
-            import iree.runtime as rt
+            import iree.runtime as iree_runtime
         except ImportError:
             return []
+        rt = iree_runtime
     found: list[DeviceInfo] = []
     try:
         drivers = list(rt.query_available_drivers())
@@ -456,11 +477,23 @@ def rank(
 ) -> list[Candidate]:
     """Order targets best first: CUDA, ROCm, hardware Vulkan, then the CPU (always last).
 
-    ``device`` is ``"auto"`` or a kind that forces a choice: then only that kind is listed, and
-    the list is empty when this machine has no such device.
+    ``device`` is ``"auto"``, a kind that forces a choice (then only that kind is listed, and
+    the list is empty when this machine has no such device) or a full target string such as
+    ``vulkan:llvmpipe`` or ``cpu:x86_64:znver3``: that target alone, on a device of its kind (the
+    one whose detected target it is, if any), empty when there is none. The target string is
+    passed on as given; the server normalizes it and refuses what it does not accept.
     """
-    if device not in DEVICES:
-        raise InvalidRequest(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
+    device = device.strip().lower()
+    kind, sep, _ = device.partition(":")
+    known = kind in DEVICES[1:] if sep else device in DEVICES
+    if not known:
+        raise InvalidRequest(
+            f"unknown device {device!r}; valid: {', '.join(DEVICES)}, or a target string of one "
+            "of those kinds, e.g. vulkan:llvmpipe or cpu:x86_64:znver3")
+    if sep:
+        here = rank(kind, devices, cpu)
+        same = [c for c in here if c.target == device] or here[:1]
+        return [Candidate(device, c.driver, c.device) for c in same]
     order = {"cuda": 0, "hip": 1, "vulkan": 2}
     devs = sorted(devices, key=lambda d: (order.get(d.driver, 9), d.software))
     out: list[Candidate] = []
@@ -486,14 +519,11 @@ def rank(
 
 def candidates(device: str = "auto") -> list[Candidate]:
     """The targets for this machine, best first, CPU last (``rank`` over what is detected here)."""
-    return rank(device, detect_devices() if device != "cpu" else [], _host_cpu())
+    on_cpu = device.strip().lower().partition(":")[0] == "cpu"
+    return rank(device, [] if on_cpu else detect_devices(), _host_cpu())
 
 
 @functools.cache
 def _host_cpu() -> CpuInfo:
     return detect_cpu()
 
-
-def describe(cands: Sequence[Candidate]) -> str:
-    return "\n".join(f"{i}. {c.target}  ({c.driver}{': ' + c.device if c.device else ''})"
-                     for i, c in enumerate(cands, 1))

@@ -36,13 +36,16 @@ import importlib.metadata
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 import httpx
 
 from kiln.client.cache import LocalCache, request_key
+from kiln.client.runtime import LoadedModule
 from kiln.client.types import (
     RemoteArtifact,
     RemoteCompileResult,
@@ -52,21 +55,21 @@ from kiln.client.types import (
 from kiln.errors import (
     CompileError,
     ConnectionFailed,
-    LoadFailed,
     IntegrityError,
     InvalidRequest,
     KilnError,
+    LoadFailed,
     NotFound,
     Overloaded,
     UnsupportedTarget,
 )
 from kiln.provenance import KeyRing, split_paths, verify_artifact
-from kiln.client.runtime import LoadedModule
 
 if TYPE_CHECKING:
     import onnx
 
     from kiln.client.resolver import Candidate
+    from kiln.dialects.types import FunctionSignature
 
 __all__ = [
     "AsyncClient",
@@ -85,9 +88,6 @@ GraphInput: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview
 RAW_BODY_THRESHOLD = 1 << 20  # graphs larger than this (bytes) go as a raw octet-stream body
 _RETRY_STATUS = (429, 503)
 _DIGEST_RE = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
-_MLIR_TEXT_HINT = re.compile(
-    r"^\s*(module|func\.func|util\.func|#|//|\"builtin\.module\"|!)|func\.func"
-)
 
 
 class ClientModule(LoadedModule):
@@ -96,9 +96,9 @@ class ClientModule(LoadedModule):
 
     def __init__(
         self, data: bytes, *, driver: str, target: str, digest: str,
-        fallbacks: list[tuple[str, KilnError]],
+        fallbacks: list[tuple[str, KilnError]], signatures: Iterable[FunctionSignature] = (),
     ) -> None:
-        super().__init__(data, driver=driver)
+        super().__init__(data, driver=driver, signatures=signatures)
         self.target = target
         self.digest = digest
         self.fallbacks = fallbacks
@@ -117,7 +117,9 @@ def read_graph(graph: GraphInput) -> tuple[bytes, str | None]:
     if isinstance(graph, bytes | bytearray | memoryview):
         return bytes(graph), None
     if isinstance(graph, str) and not os.path.exists(graph):
-        if _MLIR_TEXT_HINT.search(graph[:4096]):
+        from kiln.dialects.detect import looks_like_mlir_text
+
+        if looks_like_mlir_text(graph.encode("utf-8", "replace")):
             return graph.encode("utf-8"), "mlir"
         raise InvalidRequest(f"no such graph file, and not MLIR text: {graph[:80]!r}")
     if isinstance(graph, str | os.PathLike):
@@ -219,7 +221,8 @@ def _verify(digest: str, data: bytes) -> bytes:
 
 def _record(a: RemoteArtifact, res: RemoteCompileResult) -> dict[str, Any]:
     return {"target": a.target, "digest": a.digest, "key": a.key, "flags": list(a.flags),
-            "graph_digest": res.graph_digest}
+            "graph_digest": res.graph_digest,
+            "signatures": [sig.to_json() for sig in res.signatures]}
 
 
 def _trusted(keys: Sequence[str | bytes] | None) -> KeyRing | None:
@@ -240,6 +243,39 @@ def runtime_version() -> str | None:
 
 # Errors after which load() tries the next candidate: this target cannot be built or run here.
 _FALLBACK = (CompileError, UnsupportedTarget, NotFound)
+
+# -- the one request/response core ----------------------------------------------------------------
+#
+# Every operation is written once, as a *plan*: a generator that yields steps and gets their
+# results back. ``Client`` runs a plan with blocking calls, ``AsyncClient`` with awaits; neither
+# holds any logic of its own, so the two cannot drift.
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Send:
+    """Send one HTTP request; the plan gets the ``httpx.Response`` or the httpx exception."""
+
+    method: str
+    path: str
+    kw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Blocking:
+    """Run ``fn(run)`` off the event loop (blocking work: loading, timing); ``run(plan)`` runs
+    another plan to completion from inside ``fn``."""
+
+    fn: Callable[[Callable[[Plan[Any]], Any]], Any]
+
+
+Plan: TypeAlias = Generator["_Send | _Sleep | _Blocking", Any, T]
 
 
 class _Base:
@@ -268,20 +304,111 @@ class _Base:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
 
-    def _prepare(
-        self, graph: GraphInput, targets: Sequence[str], options: dict[str, Any] | None,
-        format: str | None,
-    ) -> dict[str, Any]:
-        data, fmt = read_graph(graph)
-        return _compile_request(
-            data, _format_of(data, format or fmt), targets, options, self.raw_threshold
-        )
+    # -- plans ------------------------------------------------------------------------------------
 
-    def _key(
-        self, data: bytes, target: str, options: dict[str, Any] | None, fmt: str | None
-    ) -> str:
-        return request_key(server=self.base_url, graph=data, target=target, options=options,
-                           format=fmt)
+    def _request(self, method: str, path: str, **kw: Any) -> Plan[httpx.Response]:
+        """One request with the retry policy; httpx errors and error envelopes become Kiln
+        errors here, once."""
+        policy = self.retry
+        for attempt in range(policy.attempts):
+            last = attempt == policy.attempts - 1
+            try:
+                resp = yield _Send(method, path, kw)
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
+                if last:
+                    raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
+                yield _Sleep(policy.delay(attempt))
+                continue
+            except httpx.HTTPError as exc:
+                raise ConnectionFailed(f"{method} {self.base_url}{path} failed: {exc}") from exc
+            if resp.status_code in _RETRY_STATUS and not last:
+                after = _retry_after(resp)
+                if after is None or after <= policy.max_retry_after:
+                    yield _Sleep(policy.delay(attempt, after))
+                    continue
+            return _check(resp)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _compile(self, graph: GraphInput, targets: Sequence[str], options: dict[str, Any] | None,
+                 format: str | None) -> Plan[RemoteCompileResult]:
+        data, fmt = read_graph(graph)
+        req = _compile_request(data, _format_of(data, format or fmt), targets, options,
+                               self.raw_threshold)
+        resp = yield from self._request("POST", "/v1/compile", **req)
+        return RemoteCompileResult.from_json(resp.json())
+
+    def _fetch(self, digest: str) -> Plan[bytes]:
+        hexd = _hex_of(digest)
+        hit = self.cache.get_blob(hexd)
+        if hit is not None:
+            return hit
+        resp = yield from self._request("GET", f"/v1/artifacts/{hexd}")
+        data = _verify(hexd, resp.content)
+        self.cache.put_blob(hexd, data)
+        return data
+
+    def _json(self, path: str) -> Plan[Any]:
+        resp = yield from self._request("GET", path)
+        return resp.json()
+
+    def _provenance(self, digest: str, key: str | None) -> Plan[dict[str, Any] | None]:
+        params = {"key": key} if key else None
+        try:
+            resp = yield from self._request(
+                "GET", f"/v1/artifacts/{_hex_of(digest)}/provenance", params=params)
+        except NotFound:
+            return None
+        return dict(resp.json())
+
+    def _artifact(self, graph: GraphInput, target: str, options: dict[str, Any] | None,
+                  format: str | None) -> Plan[tuple[bytes, dict[str, Any]]]:
+        data, fmt = read_graph(graph)
+        fmt = format or fmt
+        key = request_key(server=self.base_url, graph=data, target=target, options=options,
+                          format=fmt)
+        hit = self._cached_artifact(key)
+        if hit is not None:
+            return hit
+        res = yield from self._compile(data, [target], options, fmt)
+        a = _one_artifact(res)
+        blob = yield from self._fetch(a.digest)
+        rec = _record(a, res)
+        if self.trusted is not None:
+            rec["provenance"] = yield from self._provenance(a.digest, a.key)
+            self._check(blob, rec)
+        self.cache.put_result(key, rec)
+        return blob, rec
+
+    def _load(self, graph: GraphInput, device: str, options: dict[str, Any] | None,
+              candidates: Sequence[Candidate] | None, autotune: bool) -> Plan[ClientModule]:
+        data, fmt = read_graph(graph)
+        tried: list[tuple[str, KilnError]] = []
+        for c in self._candidates(device, candidates):
+            try:
+                opts = options
+                if autotune and options is None:
+                    opts = yield _Blocking(partial(self._tune, data, c.target, fmt))
+                blob, rec = yield from self._artifact(data, c.target, opts, fmt)
+            except _FALLBACK as exc:
+                tried.append((c.target, exc))
+                continue
+            mod = yield _Blocking(partial(_open_step, c, blob, rec, tried))
+            if mod is not None:
+                return mod
+        raise _no_target(tried)
+
+    def _tune(self, data: bytes, target: str, fmt: str | None,
+              run: Callable[[Plan[Any]], Any]) -> dict[str, Any]:
+        """Autotuned options for ``target`` (blocking: it times executables here)."""
+        from kiln.client.autotune import tuned_options
+
+        def compile_with(opts: Any) -> bytes:
+            return run(self._artifact(data, target, dict(opts) or None, fmt))[0]
+
+        return tuned_options(data, target=target, compile=compile_with,
+                             cache_dir=self.cache.root / "tuning")
+
+    # -- helpers ----------------------------------------------------------------------------------
 
     def _cached_artifact(self, key: str) -> tuple[bytes, dict[str, Any]] | None:
         """A local hit; with trusted keys only one whose kept provenance still verifies."""
@@ -323,10 +450,24 @@ def _open(c: Candidate, blob: bytes, rec: dict[str, Any],
     """Load ``blob`` on ``c.driver``; a runtime failure (no device, bad module) is recorded."""
     try:
         return ClientModule(blob, driver=c.driver, target=rec["target"], digest=rec["digest"],
-                            fallbacks=list(tried))
+                            fallbacks=list(tried), signatures=_signatures_of(rec))
     except (RuntimeError, ValueError, OSError) as exc:
         tried.append((c.target, KilnError(f"cannot load on {c.driver}: {exc}")))
         return None
+
+
+def _open_step(c: Candidate, blob: bytes, rec: dict[str, Any],
+               tried: list[tuple[str, KilnError]], run: Callable[[Plan[Any]], Any]) -> Any:
+    return _open(c, blob, rec, tried)
+
+
+def _signatures_of(rec: dict[str, Any]) -> list[FunctionSignature]:
+    from kiln.dialects.types import FunctionSignature
+
+    try:
+        return [FunctionSignature.from_json(s) for s in rec.get("signatures") or ()]
+    except (TypeError, ValueError, AttributeError):
+        return []  # an unreadable cached record: the executable's own say is enough
 
 
 def _no_target(tried: list[tuple[str, KilnError]]) -> LoadFailed:
@@ -359,26 +500,25 @@ class Client(_Base):
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout,
                                   transport=transport)
 
-    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        policy = self.retry
-        for attempt in range(policy.attempts):
-            last = attempt == policy.attempts - 1
+    def _run(self, plan: Plan[T]) -> T:
+        """Run ``plan`` with blocking calls."""
+        result: Any = None
+        error: BaseException | None = None
+        while True:
             try:
-                resp = self._http.request(method, path, **kw)
-            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
-                if last:
-                    raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
-                self._sleep(policy.delay(attempt))
-                continue
-            except httpx.HTTPError as exc:
-                raise ConnectionFailed(f"{method} {self.base_url}{path} failed: {exc}") from exc
-            if resp.status_code in _RETRY_STATUS and not last:
-                after = _retry_after(resp)
-                if after is None or after <= policy.max_retry_after:
-                    self._sleep(policy.delay(attempt, after))
-                    continue
-            return _check(resp)
-        raise AssertionError("unreachable")  # pragma: no cover
+                step = plan.throw(error) if error is not None else plan.send(result)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            result, error = None, None
+            try:
+                if isinstance(step, _Send):
+                    result = self._http.request(step.method, step.path, **step.kw)
+                elif isinstance(step, _Sleep):
+                    self._sleep(step.seconds)
+                else:
+                    result = step.fn(self._run)
+            except Exception as exc:  # noqa: BLE001 - handed to the plan, which decides
+                error = exc
 
     @overload
     def compile(self, graph: str | os.PathLike[str], *, targets: Sequence[str],
@@ -397,93 +537,48 @@ class Client(_Base):
                 format: str | None = None) -> RemoteCompileResult:
         """Compile on the server (always asks it; its cache makes repeats cheap). Targets that fail
         while others succeed are in ``.errors``; if all fail the error is raised."""
-        req = self._prepare(graph, targets, options, format)
-        return RemoteCompileResult.from_json(self._send("POST", "/v1/compile", **req).json())
+        return self._run(self._compile(graph, targets, options, format))
 
     def fetch(self, digest: str) -> bytes:
         """The executable's bytes, sha256-verified (``IntegrityError`` otherwise); served from the
         local cache when present there, so a repeat fetch makes no request."""
-        hexd = _hex_of(digest)
-        hit = self.cache.get_blob(hexd)
-        if hit is not None:
-            return hit
-        data = _verify(hexd, self._send("GET", f"/v1/artifacts/{hexd}").content)
-        self.cache.put_blob(hexd, data)
-        return data
+        return self._run(self._fetch(digest))
 
     def targets(self) -> dict[str, Any]:
         """``GET /v1/targets``: the compiler version and the accepted targets per kind."""
-        return dict(self._send("GET", "/v1/targets").json())
+        return dict(self._run(self._json("/v1/targets")))
 
     def artifact(self, graph: GraphInput, target: str, *, options: dict[str, Any] | None = None,
                  format: str | None = None) -> tuple[bytes, dict[str, Any]]:
         """One target's executable bytes and record, from the local cache when this exact request
         was made before (no request then), else compiled and fetched."""
-        data, fmt = read_graph(graph)
-        key = self._key(data, target, options, format or fmt)
-        hit = self._cached_artifact(key)
-        if hit is not None:
-            return hit
-        res = self.compile(data, targets=[target], options=options, format=format or fmt)
-        a = _one_artifact(res)
-        blob = self.fetch(a.digest)
-        rec = _record(a, res)
-        if self.trusted is not None:
-            rec["provenance"] = self.provenance(a.digest, key=a.key)
-            self._check(blob, rec)
-        self.cache.put_result(key, rec)
-        return blob, rec
+        return self._run(self._artifact(graph, target, options, format))
 
     def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
         """The artifact's signed provenance envelope (of the build ``key`` when given), or None
         when the server has none."""
-        params = {"key": key} if key else None
-        try:
-            return dict(self._send("GET", f"/v1/artifacts/{_hex_of(digest)}/provenance",
-                                   params=params).json())
-        except NotFound:
-            return None
+        return self._run(self._provenance(digest, key))
 
     def keys(self) -> list[dict[str, str]]:
         """``GET /v1/keys``: the server's public keys (fetching them is not trusting them)."""
-        return list(self._send("GET", "/v1/keys").json())
+        return list(self._run(self._json("/v1/keys")))
 
     def load(self, graph: GraphInput, device: str = "auto", *,
              options: dict[str, Any] | None = None,
              candidates: Sequence[Candidate] | None = None,
              autotune: bool = False) -> ClientModule:
         """Compile for the best target here and load it; on a compile or load failure fall back
-        down the list (CPU last). ``candidates`` overrides the detected list. Raises ``LoadFailed``
+        down the list (CPU last). ``device``: ``"auto"``, a kind (``"cpu"``, ``"vulkan"``,
+        ``"cuda"``, ``"rocm"``) or a full target string (``"vulkan:llvmpipe"``,
+        ``"cpu:x86_64:znver3"``: that target alone, on this kind's device).
+        ``candidates`` overrides the detected list. Raises ``LoadFailed``
         when none works; graph, auth and integrity errors are raised at once (no fallback).
 
         ``autotune=True`` (without ``options``): compile a few allow-listed presets for the chosen
         target, time them on this device, keep the fastest (the default preset is always a
-        candidate and wins ties), and remember the choice locally (kiln.client.autotune) so the next load
-        on this hardware uses it without tuning."""
-        data, fmt = read_graph(graph)
-        tried: list[tuple[str, KilnError]] = []
-        for c in self._candidates(device, candidates):
-            try:
-                opts = options
-                if autotune and options is None:
-                    opts = self._tuned(data, c.target, fmt)
-                blob, rec = self.artifact(data, c.target, options=opts, format=fmt)
-            except _FALLBACK as exc:
-                tried.append((c.target, exc))
-                continue
-            mod = _open(c, blob, rec, tried)
-            if mod is not None:
-                return mod
-        raise _no_target(tried)
-
-    def _tuned(self, data: bytes, target: str, fmt: str | None) -> dict[str, Any]:
-        from kiln.client.autotune import tuned_options
-
-        def compile_with(opts: Any) -> bytes:
-            return self.artifact(data, target, options=dict(opts) or None, format=fmt)[0]
-
-        return tuned_options(data, target=target, compile=compile_with,
-                             cache_dir=self.cache.root / "tuning")
+        candidate and wins ties), and remember the choice locally (kiln.client.autotune) so the
+        next load on this hardware uses it without tuning."""
+        return self._run(self._load(graph, device, options, candidates, autotune))
 
     def close(self) -> None:
         self._http.close()
@@ -496,7 +591,8 @@ class Client(_Base):
 
 
 class AsyncClient(_Base):
-    """The asyncio twin of ``Client`` (same methods, awaitable; ``load`` loads in a thread)."""
+    """The asyncio twin of ``Client``: the same methods over the same plans, awaitable; loading
+    and autotuning run in a worker thread."""
 
     def __init__(
         self,
@@ -517,26 +613,31 @@ class AsyncClient(_Base):
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers,
                                        timeout=timeout, transport=transport)
 
-    async def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        policy = self.retry
-        for attempt in range(policy.attempts):
-            last = attempt == policy.attempts - 1
+    async def _run(self, plan: Plan[T]) -> T:
+        """Run ``plan`` with awaits; a ``_Blocking`` step runs in a thread, and a plan it starts
+        runs back on this event loop."""
+        loop = asyncio.get_running_loop()
+
+        def run_here(inner: Plan[Any]) -> Any:
+            return asyncio.run_coroutine_threadsafe(self._run(inner), loop).result()
+
+        result: Any = None
+        error: BaseException | None = None
+        while True:
             try:
-                resp = await self._http.request(method, path, **kw)
-            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout) as exc:
-                if last:
-                    raise ConnectionFailed(f"cannot reach {self.base_url}: {exc}") from exc
-                await self._sleep(policy.delay(attempt))
-                continue
-            except httpx.HTTPError as exc:
-                raise ConnectionFailed(f"{method} {self.base_url}{path} failed: {exc}") from exc
-            if resp.status_code in _RETRY_STATUS and not last:
-                after = _retry_after(resp)
-                if after is None or after <= policy.max_retry_after:
-                    await self._sleep(policy.delay(attempt, after))
-                    continue
-            return _check(resp)
-        raise AssertionError("unreachable")  # pragma: no cover
+                step = plan.throw(error) if error is not None else plan.send(result)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            result, error = None, None
+            try:
+                if isinstance(step, _Send):
+                    result = await self._http.request(step.method, step.path, **step.kw)
+                elif isinstance(step, _Sleep):
+                    await self._sleep(step.seconds)
+                else:
+                    result = await asyncio.to_thread(step.fn, run_here)
+            except Exception as exc:  # noqa: BLE001 - handed to the plan, which decides
+                error = exc
 
     @overload
     async def compile(self, graph: str | os.PathLike[str], *, targets: Sequence[str],
@@ -555,72 +656,36 @@ class AsyncClient(_Base):
                       options: dict[str, Any] | None = None,
                       format: str | None = None) -> RemoteCompileResult:
         """See ``Client.compile``."""
-        req = self._prepare(graph, targets, options, format)
-        resp = await self._send("POST", "/v1/compile", **req)
-        return RemoteCompileResult.from_json(resp.json())
+        return await self._run(self._compile(graph, targets, options, format))
 
     async def fetch(self, digest: str) -> bytes:
         """See ``Client.fetch``."""
-        hexd = _hex_of(digest)
-        hit = self.cache.get_blob(hexd)
-        if hit is not None:
-            return hit
-        data = _verify(hexd, (await self._send("GET", f"/v1/artifacts/{hexd}")).content)
-        self.cache.put_blob(hexd, data)
-        return data
+        return await self._run(self._fetch(digest))
 
     async def targets(self) -> dict[str, Any]:
-        return dict((await self._send("GET", "/v1/targets")).json())
+        """See ``Client.targets``."""
+        return dict(await self._run(self._json("/v1/targets")))
 
     async def artifact(self, graph: GraphInput, target: str, *,
                        options: dict[str, Any] | None = None,
                        format: str | None = None) -> tuple[bytes, dict[str, Any]]:
         """See ``Client.artifact``."""
-        data, fmt = read_graph(graph)
-        key = self._key(data, target, options, format or fmt)
-        hit = self._cached_artifact(key)
-        if hit is not None:
-            return hit
-        res = await self.compile(data, targets=[target], options=options, format=format or fmt)
-        a = _one_artifact(res)
-        blob = await self.fetch(a.digest)
-        rec = _record(a, res)
-        if self.trusted is not None:
-            rec["provenance"] = await self.provenance(a.digest, key=a.key)
-            self._check(blob, rec)
-        self.cache.put_result(key, rec)
-        return blob, rec
+        return await self._run(self._artifact(graph, target, options, format))
 
     async def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
         """See ``Client.provenance``."""
-        params = {"key": key} if key else None
-        try:
-            resp = await self._send("GET", f"/v1/artifacts/{_hex_of(digest)}/provenance",
-                                    params=params)
-        except NotFound:
-            return None
-        return dict(resp.json())
+        return await self._run(self._provenance(digest, key))
 
     async def keys(self) -> list[dict[str, str]]:
         """See ``Client.keys``."""
-        return list((await self._send("GET", "/v1/keys")).json())
+        return list(await self._run(self._json("/v1/keys")))
 
     async def load(self, graph: GraphInput, device: str = "auto", *,
                    options: dict[str, Any] | None = None,
-                   candidates: Sequence[Candidate] | None = None) -> ClientModule:
-        """See ``Client.load`` (the module loads in a worker thread)."""
-        data, fmt = read_graph(graph)
-        tried: list[tuple[str, KilnError]] = []
-        for c in self._candidates(device, candidates):
-            try:
-                blob, rec = await self.artifact(data, c.target, options=options, format=fmt)
-            except _FALLBACK as exc:
-                tried.append((c.target, exc))
-                continue
-            mod = await asyncio.to_thread(_open, c, blob, rec, tried)
-            if mod is not None:
-                return mod
-        raise _no_target(tried)
+                   candidates: Sequence[Candidate] | None = None,
+                   autotune: bool = False) -> ClientModule:
+        """See ``Client.load`` (the module loads, and tuning times, in a worker thread)."""
+        return await self._run(self._load(graph, device, options, candidates, autotune))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -630,4 +695,3 @@ class AsyncClient(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-

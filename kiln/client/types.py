@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kiln.errors import KilnError
+
+if TYPE_CHECKING:
+    from kiln.dialects.types import FunctionSignature
 
 __all__ = [
     "RemoteArtifact",
@@ -14,8 +17,6 @@ __all__ = [
     "RemoteTargetError",
     "RetryPolicy",
 ]
-
-
 
 
 @dataclass(frozen=True)
@@ -85,13 +86,19 @@ class RemoteCompileResult:
     artifacts: list[RemoteArtifact]
     errors: list[RemoteTargetError]
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: The public functions' types as the server imported the graph (empty from a server that
+    #: does not send them).
+    signatures: tuple[FunctionSignature, ...] = ()
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RemoteCompileResult:
+        from kiln.dialects.types import FunctionSignature
+
         return cls(
             graph_digest=str(d.get("graph_digest", "")),
             input_dialect=str(d.get("input_dialect", "")),
             compiler=dict(d.get("compiler") or {}),
+            signatures=tuple(FunctionSignature.from_json(s) for s in d.get("signatures") or ()),
             artifacts=[RemoteArtifact.from_json(a) for a in d.get("artifacts") or []],
             errors=[
                 RemoteTargetError(
@@ -111,6 +118,8 @@ class RemoteCompileResult:
             artifacts=[a.to_json() for a in self.artifacts],
             errors=[e.to_json() for e in self.errors],
         )
+        if self.signatures:
+            out["signatures"] = [s.to_json() for s in self.signatures]
         return out
 
 
