@@ -132,9 +132,9 @@ class ValueType:
         t = text.strip()
         m = _TORCH_TENSOR.match(t)
         if m:
-            dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+            words = [d.strip() for d in m.group(1).split(",") if d.strip()]
             shape = tuple(int(d) if d.lstrip("-").isdigit() and int(d) >= 0 else None
-                          for d in dims)
+                          for d in words)
             return cls("tensor", _signless(m.group(2).strip()), shape)
         if t.startswith("tensor<") and t.endswith(">"):
             body = _split_top(t[len("tensor<"):-1])[0]  # drop an encoding
@@ -182,7 +182,7 @@ class FunctionSignature:
         (``sync func @main(%input0: tensor<4xf32>) -> (%output0: tensor<4xf32>)``); None when it
         cannot be read."""
         m = re.match(r"^\s*(?:\w+\s+)?func\s+@(\"[^\"]*\"|[^(\s]+)\s*\((.*)\)\s*->\s*(.*)$",
-                     text, re.S)
+                     text, re.DOTALL)
         if m is None:
             return None
         name = m.group(1).strip('"')
@@ -215,7 +215,9 @@ def _dims_and_element(body: str) -> tuple[tuple[int | None, ...], str]:
 
 def _split_top(text: str) -> list[str]:
     """Split on commas outside ``<>``, ``()``, ``[]`` and ``{}``."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "<([{":
             depth += 1

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kiln.errors import CompileError, InvalidGraph, UnsupportedTarget
 from kiln.compiler.pipeline import Pipeline
 from kiln.compiler.tasks import CompileJob
+from kiln.errors import CompileError, InvalidGraph, UnsupportedTarget
 from tests.graphs import onnx_external_data, onnx_mlp
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "iree-notes"
