@@ -10,9 +10,11 @@ RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 redis-server nginx-light \
  && rm -rf /var/lib/apt/lists/*
 
+# /etc/kiln/signing: where deploy/compose.yaml keeps the shared signing key (a named volume takes
+# the directory's owner, so the kiln user can create the key there).
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin kiln \
- && mkdir -p /opt/kiln /var/cache/kiln \
- && chown kiln:kiln /opt/kiln /var/cache/kiln
+ && mkdir -p /opt/kiln /var/cache/kiln /etc/kiln/signing \
+ && chown kiln:kiln /opt/kiln /var/cache/kiln /etc/kiln/signing
 WORKDIR /opt/kiln
 COPY --chown=kiln:kiln . /opt/kiln
 USER kiln
