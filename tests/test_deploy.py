@@ -13,7 +13,10 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -323,10 +326,12 @@ def test_every_pod_is_non_root_read_only_with_requests_and_limits(
 
 
 def test_signing_key_is_a_secret_mounted_read_only_in_every_kiln_pod(
-    rendered: dict[str, list[dict[str, Any]]]
+    rendered: dict[str, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from kiln.provenance import Authority
 
     for value_set, docs in rendered.items():
         secrets = by_kind(docs, "Secret")
@@ -342,9 +347,12 @@ def test_signing_key_is_a_secret_mounted_read_only_in_every_kiln_pod(
                 assert secret_name == "kiln-signing-key" and secret_name not in secrets
                 continue
             # The generated key is what Kiln loads: Ed25519, PKCS#8 PEM (kiln/provenance.py).
-            pem = secrets[secret_name]["data"][vol["secret"]["items"][0]["key"]]
-            key = serialization.load_pem_private_key(base64.b64decode(pem), password=None)
+            pem = base64.b64decode(secrets[secret_name]["data"][vol["secret"]["items"][0]["key"]])
+            key = serialization.load_pem_private_key(pem, password=None)
             assert isinstance(key, Ed25519PrivateKey)
+            keyfile = tmp_path / f"{value_set}.pem"
+            keyfile.write_bytes(pem)
+            assert Authority.from_files(keyfile, create=False).signer is not None
             assert secrets[secret_name]["metadata"]["annotations"][
                 "helm.sh/resource-policy"] == "keep"
 
@@ -533,6 +541,25 @@ def test_compose_runs_redis_one_api_two_workers_from_the_repository_image(
     # A worker has no HTTP port: the image's /healthz check is switched off for it.
     assert worker["healthcheck"] == {"disable": True}
     assert s["s3"]["profiles"] == ["s3"] and s["s3-bucket"]["profiles"] == ["s3"]
+
+
+def test_compose_signing_key_service_creates_a_key_once_that_kiln_signs_with(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    from kiln.provenance import Authority
+
+    svc = compose["services"]["signing-key"]
+    assert svc["restart"] == "no" and svc["command"][0] == "python"
+    keyfile = tmp_path / "signing" / "signing-key.pem"
+    keyfile.parent.mkdir()
+    env = {**os.environ, "KILN_SIGNING_KEY_FILE": str(keyfile)}
+    cmd = [sys.executable, *svc["command"][1:]]
+    subprocess.run(cmd, env=env, check=True, timeout=60)
+    first = keyfile.read_bytes()
+    assert keyfile.stat().st_mode & 0o077 == 0
+    subprocess.run(cmd, env=env, check=True, timeout=60)  # a second `up` keeps the key
+    assert keyfile.read_bytes() == first
+    assert Authority.from_files(keyfile, create=False).signer is not None
 
 
 def test_the_image_owns_every_directory_compose_mounts_a_named_volume_on(
