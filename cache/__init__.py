@@ -308,9 +308,8 @@ class ArtifactCache:
         """A verified local file holding the blob (fetched from the remote tier first when tiered),
         for zero-copy serving; None if absent/corrupt or when there is no disk tier.
         CacheUnavailable if it is not on disk and the object store holding the blobs is down."""
-        fn = getattr(self.storage, "blob_path", None)
         try:
-            return fn(digest) if fn is not None else None
+            return self.storage.blob_path(digest)
         except BlobStoreUnavailable:
             raise
         except (ValueError, CacheUnavailable):

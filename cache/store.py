@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from kiln.errors import CacheUnavailable
@@ -33,6 +34,7 @@ from .types import ActionRecord, Found, StoreStats, VerifyReport
 __all__ = [
     "BlobStoreUnavailable",
     "Storage",
+    "Tier",
     "blob_digest",
     "check_blob",
     "decode_record",
@@ -66,9 +68,14 @@ def decode_record(raw: bytes, *, key: str) -> ActionRecord | None:
 
 @runtime_checkable
 class Storage(Protocol):
-    """A CAS + AC backend. Methods are thread-safe; several processes may share one store."""
+    """What the cache facade (``ArtifactCache``) uses: a CAS + AC store, one backend or tiers of
+    them. Methods are thread-safe; several processes may share one store."""
 
     name: str
+
+    def location(self) -> str:
+        """Where it lives, for messages (a directory, a Redis URL, a bucket)."""
+        ...
 
     def find(self, key: str, *, load: bool = False) -> Found | None:
         """A verified AC hit (record + existing, verified blob) or None.
@@ -94,13 +101,29 @@ class Storage(Protocol):
         """
         ...
 
-    def put_record(self, record: ActionRecord) -> None: ...
-
-    def delete_record(self, key: str) -> None: ...
-
     def get_blob(self, digest: str) -> bytes | None:
         """The blob's bytes, verified; None if absent or corrupt (a corrupt blob is deleted)."""
         ...
+
+    def blob_path(self, digest: str) -> Path | None:
+        """A verified local file holding the blob, for zero-copy serving; None without a disk."""
+        ...
+
+    def verify(self) -> VerifyReport:
+        """Re-hash every blob and check every record; delete what is bad."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Tier(Storage, Protocol):
+    """One backend (disk, Redis, S3): a ``Storage`` that ``TieredStorage`` can also copy entries
+    into and out of, one part at a time."""
+
+    def put_record(self, record: ActionRecord) -> None: ...
+
+    def delete_record(self, key: str) -> None: ...
 
     def has_blob(self, digest: str) -> bool:
         """Presence only (no verification): cheap pre-check, e.g. to skip an upload."""
@@ -119,12 +142,6 @@ class Storage(Protocol):
         ...
 
     def stats(self) -> StoreStats: ...
-
-    def verify(self) -> VerifyReport:
-        """Re-hash every blob and check every record; delete what is bad."""
-        ...
-
-    def close(self) -> None: ...
 
 
 def check_blob(digest: str, data: bytes) -> None:

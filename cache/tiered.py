@@ -29,7 +29,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,7 @@ from .disk import DiskStorage
 from .key import normalize_digest
 from .redis import RedisStorage
 from .store import BlobStoreUnavailable
-from .types import ActionRecord, Found, StoreStats, VerifyReport, WritePolicy
+from .types import ActionRecord, Found, VerifyReport, WritePolicy
 
 if TYPE_CHECKING:
     from .s3 import S3Storage
@@ -141,44 +141,10 @@ class TieredStorage:
             path = self.local.blob_path(digest)
         return path
 
-    def has_blob(self, digest: str) -> bool:
-        if self.local.has_blob(digest):
-            return True
-        try:
-            return self.remote.has_blob(digest)
-        except CacheUnavailable:
-            return False
-
     def put(self, record: ActionRecord, data: bytes) -> None:
         self.local.put(record, data)
         if not self._remote_write(lambda: self.remote.put(record, data)):
             self._note_pending(record.key)
-
-    def put_blob(self, digest: str, data: bytes) -> None:
-        self.local.put_blob(digest, data)
-        self._remote_write(lambda: self.remote.put_blob(digest, data))
-
-    def put_record(self, record: ActionRecord) -> None:
-        self.local.put_record(record)
-        if not self._remote_write(lambda: self.remote.put_record(record)):
-            self._note_pending(record.key)
-
-    def delete_record(self, key: str) -> None:
-        self.local.delete_record(key)
-        self._remote_write(lambda: self.remote.delete_record(key))
-
-    def delete_blob(self, digest: str) -> None:
-        self.local.delete_blob(digest)
-        self._remote_write(lambda: self.remote.delete_blob(digest))
-
-    def iter_records(self) -> Iterator[ActionRecord]:
-        return self.local.iter_records()
-
-    def iter_blobs(self) -> Iterator[tuple[str, int]]:
-        return self.local.iter_blobs()
-
-    def stats(self) -> StoreStats:
-        return self.local.stats()
 
     def verify(self) -> VerifyReport:
         rep = self.local.verify()
