@@ -7,7 +7,7 @@ same shape each time, different weights, then a global average pool) amortizes t
 ``time / N`` is what one layer costs inside a network. Each chain is compiled THROUGH KILN with
 the default options for this machine's CPU and alternated with onnxruntime (2 intra-op threads)
 in one process, a block of calls each, in rotating order; reported: milliseconds a layer for
-both and the median of the per-round ratios (docs/performance.md, "fourth pass").
+both and the median of the per-round ratios (docs/performance.md, "One layer shape at a time").
 
     .venv/bin/python bench/conv_chain.py [--layers 8] [--repeats 15] [--shapes 56x64,7x512]
         [--threads 1]

@@ -4,7 +4,7 @@ They run after IREE's ``global-optimization`` phase (``--compile-to=global-optim
 IREE has already converted the convolutions to channels-last, propagated and cancelled the
 transposes and generalized every linalg op, and before dispatch creation (where data tiling
 sets encodings). At that point a ResNet-style graph still has two costly shapes, measured with
-``iree-benchmark-module`` profiles (docs/performance.md, third pass):
+``iree-benchmark-module`` profiles (docs/performance.md, "Per layer against onnxruntime"):
 
 ``pool-nhwc``: a max (or sum) pooling stays channels-first between two transposes, and with
 convolution data tiling on it is treated as a convolution: its input is packed by a separate

@@ -5,7 +5,7 @@ each one two exports: ``f$async`` (the coarse-fences ABI: the same arguments plu
 signal fence; the body is compiled into it) and ``f``, a synchronous stub that calls
 ``f$async`` and waits on its fence. Kiln's runtime calls ``f$async`` on ``local-task`` and
 polls the signal fence instead of sleeping in the kernel until a worker wakes it
-(``kiln.client.runtime``; docs/performance.md, "fifth pass"). A function written in linalg, StableHLO
+(``kiln.client.runtime``; docs/performance.md, "How a call waits"). A function written in linalg, StableHLO
 or TOSA gets only ``f``: IREE converts ``func.func`` to ``util.func`` before it wraps the entry
 points, and drops the ``iree.abi.model`` attribute that would ask for the other form.
 

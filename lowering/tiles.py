@@ -11,7 +11,7 @@ ic%16)``, compiled with ``Mmt4dTilingExpert``. IREE 3.13 gives it the vector til
 ``[1, 1, 1, 16, ..., 16, ...]`` (16 output columns × 16 output channels, 16 accumulator registers
 on AVX-512) whatever the image width, and a distribution of one output row per workgroup. On a
 ResNet's last stage (7×7 images, 512 channels) that is wrong twice over, measured with
-``iree-benchmark-module`` per-dispatch profiles (docs/performance.md, fourth pass):
+``iree-benchmark-module`` per-dispatch profiles (docs/performance.md, "One layer shape at a time"):
 
 - 7 of 16 columns are live, and the other 9 run a masked, branchy path;
 - each workgroup takes one row, so the 9.4 MB of packed weights (3×3×512×512, beyond the 2 MB L2)

@@ -1,4 +1,4 @@
-"""The Kiln daemon: the REST API of shared/API.md over the compile pipeline and the cache.
+"""The Kiln daemon: the REST API of docs/api.md over the compile pipeline and the cache.
 
     from kiln.service import Settings, create_app
     app = create_app(Settings(cache_dir="/var/cache/kiln", tokens="s3cret"))

@@ -1,4 +1,4 @@
-"""``create_app(settings) -> FastAPI``: the Kiln daemon (routes of shared/API.md).
+"""``create_app(settings) -> FastAPI``: the Kiln daemon (routes of docs/api.md).
 
 Nothing is built at import time. The app's lifespan builds the process's ``Service`` (cache,
 worker pools), starts the workers and, on shutdown — after the server has stopped

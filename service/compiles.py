@@ -83,7 +83,7 @@ class _Memo:
 
 
 def artifact_json(a: Artifact) -> dict[str, Any]:
-    """An artifact as the compile answer shows it (API.md): the engine's fields and its URL."""
+    """An artifact as the compile answer shows it (docs/api.md): the engine's fields and its URL."""
     return {**a.to_json(), "url": f"/v1/artifacts/{a.hex}"}
 
 
@@ -130,7 +130,7 @@ class CompileService:
         format: str | None,
         log_fields: dict[str, Any],
     ) -> dict[str, Any]:
-        """The 200 body of API.md, or a ``KilnError`` (see the module docstring)."""
+        """The 200 body of docs/api.md, or a ``KilnError`` (see the module docstring)."""
         specs = parse_targets(targets)
         opts = normalize_options(options)
         log_fields["targets"] = [s.target for s in specs]

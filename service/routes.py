@@ -1,4 +1,4 @@
-"""The routes of shared/API.md. Handlers translate HTTP to calls on the app's ``Service`` and back;
+"""The routes of docs/api.md. Handlers translate HTTP to calls on the app's ``Service`` and back;
 every failure is a ``KilnError`` that ``errors.py`` turns into the envelope.
 """
 

@@ -1,6 +1,6 @@
 """The daemon's wire types (pydantic): what ``POST /v1/compile`` accepts and what the routes
 answer, as they appear in the OpenAPI document (``openapi.py`` registers every one of them under
-``components.schemas``). ``shared/API.md`` is the contract; these mirror it.
+``components.schemas``). ``docs/api.md`` is the contract; these mirror it.
 
 The JSON schema of a field may be stricter than the server (a schema-valid request is one the
 server's parsers accept up to the graph itself): target strings carry the pattern

@@ -1,4 +1,4 @@
-"""``kiln build``: compile a TOML manifest's model × target matrix into a directory (API.md).
+"""``kiln build``: compile a TOML manifest's model × target matrix into a directory (docs/api.md).
 
     [[models]]
     name = "mlp"

@@ -48,7 +48,7 @@ _FLAGS: dict[str, str] = {
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "serve", allow_abbrev=False,
-        help="run the HTTP daemon (REST API of shared/API.md)",
+        help="run the HTTP daemon (REST API of docs/api.md)",
         description="Run the Kiln daemon. Every flag also reads a KILN_* variable; flags win.",
     )
     a = p.add_argument
