@@ -427,6 +427,43 @@ def test_keda_watches_the_list_where_celery_keeps_a_waiting_compile(
         app.close()
 
 
+#: KILN_* variables the chart sets that a command does not read yet, and why they stay.
+NOT_READ_YET = {
+    # The worker's disk tier has no bound yet (kiln/cluster/worker.py opens the cache without
+    # max_size); set for when it does, the emptyDir sizeLimit meanwhile bounds it.
+    "worker": {"KILN_CACHE_MAX_BYTES"},
+}
+
+
+def test_every_kiln_variable_the_chart_sets_is_one_kiln_reads(
+    rendered: dict[str, list[dict[str, Any]]]
+) -> None:
+    """A misspelt KILN_* variable is silently ignored by Kiln (extra="ignore"): check names."""
+    from kiln.service.settings import Settings
+
+    serve = {"KILN_" + name.upper() for name in Settings.model_fields} | {"KILN_COMPILE"}
+    worker_src = [REPO / "kiln" / "cli" / "worker.py", REPO / "kiln" / "cluster" / "worker.py"]
+    worker = {v for f in worker_src if f.exists() for v in re.findall(r'"(KILN_[A-Z0-9_]+)"',
+                                                                         f.read_text())}
+    for docs in rendered.values():
+        for name, _, c in containers(docs):
+            if name == "kiln-redis":
+                continue
+            command = c["args"][1]
+            if command == "worker" and not worker:
+                continue  # cluster mode not in this checkout
+            reads = (serve if command == "serve" else worker) | NOT_READ_YET.get(command, set())
+            # The password only feeds $(KILN_REDIS_PASSWORD) in KILN_REDIS_URL.
+            names = {e["name"] for e in c["env"]} - {"KILN_REDIS_PASSWORD"}
+            unknown = {n for n in names if n.startswith("KILN_")} - reads
+            assert not unknown, (name, sorted(unknown))
+    # API pods and workers agree on the timeouts that cross the queue.
+    docs = rendered["cluster"]
+    envs = [env_of(c) for _, _, c in containers(docs)]
+    for var in ("KILN_COMPILE_TIMEOUT", "KILN_VISIBILITY_TIMEOUT", "KILN_REDIS_URL"):
+        assert len({e[var]["value"] for e in envs if var in e}) == 1, var
+
+
 def _worker_command(c: dict[str, Any]) -> tuple[list[str], int]:
     args = c["args"]
     assert args[:2] == ["kiln", "worker"]
@@ -560,6 +597,25 @@ def test_compose_signing_key_service_creates_a_key_once_that_kiln_signs_with(
     subprocess.run(cmd, env=env, check=True, timeout=60)  # a second `up` keeps the key
     assert keyfile.read_bytes() == first
     assert Authority.from_files(keyfile, create=False).signer is not None
+
+
+def test_the_image_installs_what_kiln_worker_needs() -> None:
+    """API and workers run one image: the extras the Dockerfile installs must bring Celery, which
+    ``kiln worker`` and ``kiln serve --compile remote`` import (kiln/cluster/queue.py)."""
+    import tomllib
+
+    if not (REPO / "kiln" / "cluster" / "queue.py").exists():
+        pytest.skip("cluster mode (issue 19, item 2) is not in this checkout")
+    docker = (REPO / "Dockerfile").read_text()
+    (extras,) = re.findall(r"KILN_EXTRAS=(\S+)", docker)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra in extras.split(","):
+        requirements += project["optional-dependencies"][extra]
+    names = {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower() for r in requirements}
+    assert "celery" in names, (
+        f"the image installs kiln[{extras}], which does not bring celery: `kiln worker` would not "
+        "start in it (declare celery in one of those extras, or add its extra to KILN_EXTRAS)")
 
 
 def test_the_image_owns_every_directory_compose_mounts_a_named_volume_on(
