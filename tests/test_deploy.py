@@ -441,17 +441,16 @@ def test_every_kiln_variable_the_chart_sets_is_one_kiln_reads(
     """A misspelt KILN_* variable is silently ignored by Kiln (extra="ignore"): check names."""
     from kiln.service.settings import Settings
 
-    serve = {"KILN_" + name.upper() for name in Settings.model_fields} | {"KILN_COMPILE"}
     worker_src = [REPO / "kiln" / "cli" / "worker.py", REPO / "kiln" / "cluster" / "worker.py"]
-    worker = {v for f in worker_src if f.exists() for v in re.findall(r'"(KILN_[A-Z0-9_]+)"',
-                                                                         f.read_text())}
+    if not all(f.exists() for f in worker_src):
+        pytest.skip("cluster mode (issue 19, item 2) is not in this checkout")
+    serve = {"KILN_" + name.upper() for name in Settings.model_fields}
+    worker = {v for f in worker_src for v in re.findall(r'"(KILN_[A-Z0-9_]+)"', f.read_text())}
     for docs in rendered.values():
         for name, _, c in containers(docs):
             if name == "kiln-redis":
                 continue
             command = c["args"][1]
-            if command == "worker" and not worker:
-                continue  # cluster mode not in this checkout
             reads = (serve if command == "serve" else worker) | NOT_READ_YET.get(command, set())
             # The password only feeds $(KILN_REDIS_PASSWORD) in KILN_REDIS_URL.
             names = {e["name"] for e in c["env"]} - {"KILN_REDIS_PASSWORD"}
