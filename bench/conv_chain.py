@@ -116,7 +116,7 @@ def main() -> None:
             engines = {"ort": lambda sess=sess, x=x: sess.run(None, {"x": x}),
                        "kiln": lambda fn=fn, x=x: fn(x)}
             times = alternate(engines, repeats=args.repeats, block=args.block)
-            ratio = statistics.median(a / b for a, b in zip(times["kiln"], times["ort"]))
+            ratio = statistics.median(a / b for a, b in zip(times["kiln"], times["ort"], strict=True))
             per = {k: statistics.median(v) * 1e3 / args.layers for k, v in times.items()}
             print(f"| {size}x{size}x{channels} | {per['ort']:.2f} | {per['kiln']:.2f} | "
                   f"**{ratio:.2f}×** | {err:.1e} |", flush=True)

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                     times.append(time.perf_counter() - t0)
                 rows.append((name, art.target, f"{art.compile_seconds:.2f}", f"{art.size / 1024:.0f}",
                              f"{statistics.median(times) * 1e3:.2f}",
-                             "yes" if ok else "NO (max err %.3g)" % float(np.abs(got - want).max())))
+                             "yes" if ok else f"NO (max err {float(np.abs(got - want).max()):.3g})"))
     print("| model | target | compile s | vmfb KiB | run ms (median) | matches reference |")
     print("|---|---|---:|---:|---:|---|")
     for r in rows:

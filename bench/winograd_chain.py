@@ -67,7 +67,7 @@ def winograd_chain(conv: onnx.ModelProto) -> onnx.ModelProto:
     def combine(coeffs: np.ndarray, terms: list[str], out: str) -> str:
         """``out = sum c * term`` over the coefficients, all of them 0 or +-1."""
         acc = None
-        for k, (cf, term) in enumerate(zip(coeffs, terms)):
+        for k, (cf, term) in enumerate(zip(coeffs, terms, strict=True)):
             if cf == 0:
                 continue
             if acc is None:
@@ -160,7 +160,7 @@ def main() -> None:
             times = alternate(engines, repeats=args.repeats, block=args.block)
 
             def ratio(a: str, b: str, times: dict[str, list[float]] = times) -> float:
-                return statistics.median(p / q for p, q in zip(times[a], times[b]))
+                return statistics.median(p / q for p, q in zip(times[a], times[b], strict=True))
 
             per = {k: statistics.median(v) * 1e3 / args.layers for k, v in times.items()}
             print(f"| {size}x{size}x{channels} | {per['ort']:.2f} | {per['direct']:.2f} | "

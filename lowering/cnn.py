@@ -175,7 +175,7 @@ def _unroll_window(g: Any, npar: int, comb: Any) -> bool:
     nloops = len(it)
     maps = indexing_maps(g)
     x, window, init = g.operands
-    sizes = dict(zip([_dim(e) for e in maps[1].results], static_shape(window) or []))
+    sizes = dict(zip([_dim(e) for e in maps[1].results], static_shape(window) or [], strict=False))
     offsets_list = list(itertools.product(*[range(sizes[d]) for d in range(npar, nloops)]))
     if not offsets_list or len(offsets_list) > _MAX_WINDOW:
         return False
@@ -309,7 +309,7 @@ def stem_space_to_depth(module: Any, *, max_channels: int = 8, min_kernel: int =
                     return v
                 zero = arith.ConstantOp(ety, ir.FloatAttr.get(ety, 0.0)).result
                 op = tensor.PadOp(
-                    ir.RankedTensorType.get([n + h for n, h in zip(shape, high)], ety), v, [],
+                    ir.RankedTensorType.get([n + h for n, h in zip(shape, high, strict=True)], ety), v, [],
                     [], ir.DenseI64ArrayAttr.get([0] * len(shape)),
                     ir.DenseI64ArrayAttr.get(high),
                 )

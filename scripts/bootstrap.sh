@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 VENV="${KILN_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-EXTRAS="${KILN_EXTRAS:-server,test}"
+# The suite needs the server, its test tools and the bench extra (torch for kiln.torch and the zoo).
+EXTRAS="${KILN_EXTRAS:-server,test,bench}"
 
 if [ "${KILN_BOOTSTRAP_APT:-1}" = "1" ]; then
   missing=()

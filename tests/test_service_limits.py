@@ -6,7 +6,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import httpx
@@ -37,7 +37,7 @@ def _mlir(text: str) -> dict[str, object]:
     return {"graph": {"format": "mlir", "data": text}, "targets": ["cpu"]}
 
 
-def _raw(port: int, request: bytes, *, body_chunks: Iterator[bytes] = iter(())) -> bytes:
+def _raw(port: int, request: bytes, *, body_chunks: Iterable[bytes] = ()) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         s.sendall(request)
         try:
