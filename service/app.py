@@ -48,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await service.jobs.close()  # stop driving; another replica takes the jobs over
             await anyio.to_thread.run_sync(service.close)
 
     app = FastAPI(

@@ -30,6 +30,7 @@ from .types import (
     CompileResponse,
     DsseEnvelope,
     Health,
+    JobOut,
     KeyOut,
     Readiness,
     TargetsResponse,
@@ -78,6 +79,35 @@ _QUERY_OPTIONS = [f"{k}={v}" for k, allowed in sorted(options_schema()["properti
                   for v in allowed["enum"] if isinstance(v, str)]
 
 
+_Format = Annotated[
+    Literal["mlir", "onnx"] | None,
+    Query(description="raw body only: the graph's format (detected when omitted)"),
+]
+_TargetQuery = Annotated[
+    list[Annotated[str, WithJsonSchema(target_schema())]] | None,
+    Query(description="raw body only: a target string; repeat it for several"),
+]
+_OptionQuery = Annotated[
+    list[Annotated[str, WithJsonSchema({"type": "string", "enum": _QUERY_OPTIONS})]] | None,
+    Query(description="raw body only: key=value of an allow-listed option; repeat it"),
+]
+_COMPILE_BODY = {
+    "parameters": [_RUNTIME_HEADER],
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/CompileRequest"}
+            },
+            "application/octet-stream": {
+                "schema": {"type": "string", "format": "binary",
+                           "description": "the graph's bytes (ONNX, MLIR text or bytecode)"}
+            },
+        },
+    },
+}
+
+
 @router.post(
     "/v1/compile",
     response_model=CompileResponse,
@@ -85,42 +115,39 @@ _QUERY_OPTIONS = [f"{k}={v}" for k, allowed in sorted(options_schema()["properti
     summary="Compile one graph for one or more targets",
     description=_RAW_DOC,
     operation_id="compile",
-    openapi_extra={
-        "parameters": [_RUNTIME_HEADER],
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {"$ref": "#/components/schemas/CompileRequest"}
-                },
-                "application/octet-stream": {
-                    "schema": {"type": "string", "format": "binary",
-                               "description": "the graph's bytes (ONNX, MLIR text or bytecode)"}
-                },
-            },
-        },
-    },
+    openapi_extra=_COMPILE_BODY,
 )
 async def compile_graph(
     request: Request,
-    format: Annotated[
-        Literal["mlir", "onnx"] | None,
-        Query(description="raw body only: the graph's format (detected when omitted)"),
-    ] = None,
-    target: Annotated[
-        list[Annotated[str, WithJsonSchema(target_schema())]] | None,
-        Query(description="raw body only: a target string; repeat it for several"),
-    ] = None,
-    option: Annotated[
-        list[Annotated[str, WithJsonSchema({"type": "string", "enum": _QUERY_OPTIONS})]] | None,
-        Query(description="raw body only: key=value of an allow-listed option; repeat it"),
-    ] = None,
+    format: _Format = None,
+    target: _TargetQuery = None,
+    option: _OptionQuery = None,
 ) -> Response:
+    svc = _service(request)
+    data, targets, options, fmt, supported = await _compile_input(request, format, target, option)
+    # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
+    tenant = TENANT.set(_tenant(request))
+    try:
+        result = await svc.compiles.compile(
+            data, targets=targets, options=options, format=fmt,
+            log_fields=log_fields(request.scope),
+        )
+    finally:
+        TENANT.reset(tenant)
+    return _json(_finish(result, supported))
+
+
+async def _compile_input(
+    request: Request, format: str | None, target: list[str] | None, option: list[str] | None,
+) -> tuple[bytes, list[str], dict[str, Any] | None, str | None, list[str]]:
+    """The graph, targets, options and format of a compile request (JSON or raw body), and the
+    runtime versions its executables load on; 400/409 before any work."""
     svc = _service(request)
     body = await read_body(
         request, limit=svc.settings.max_request_bytes, budget=svc.uploads
     )
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    options: dict[str, Any] | None
     if ctype == "application/octet-stream":
         data, targets, options = body, list(target or []), _query_options(option or [])
         fmt = format
@@ -139,20 +166,17 @@ async def compile_graph(
         )
     supported = _runtime_check(request.headers.get("x-kiln-runtime"),
                                svc.pipeline.compiler.version)
-    # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
-    tenant = TENANT.set(_tenant(request))
-    try:
-        result = await svc.compiles.compile(
-            data, targets=targets, options=options, format=fmt,
-            log_fields=log_fields(request.scope),
-        )
-    finally:
-        TENANT.reset(tenant)
+    return data, list(targets), options, fmt, supported
+
+
+def _finish(result: dict[str, Any], supported: list[str]) -> dict[str, Any]:
+    """The compile answer as the client sees it: each artifact's runtimes; no compile time
+    for what this request did not compile."""
     for art in result["artifacts"]:
         art["runtime"] = supported
         if art["cached"]:
             art["compile_seconds"] = 0.0  # nothing was compiled for this request
-    return _json(result)
+    return result
 
 
 def _series(version: str) -> str | None:
@@ -233,6 +257,72 @@ def _query_options(items: list[str]) -> dict[str, str]:
         if key in out:
             raise InvalidRequest(f"option {key[:64]!r} given twice")
         out[key] = value
+    return out
+
+
+_JOB_ID_SCHEMA = {"type": "string", "pattern": "^[0-9a-f]{32}$",
+                  "description": "the job's id (anything else is 404 not_found)"}
+
+
+@router.post(
+    "/v1/jobs",
+    response_model=JobOut,
+    status_code=202,
+    responses={202: {"description": "accepted; poll the Location (GET /v1/jobs/{id})",
+                     "headers": {"Location": {"schema": {"type": "string"}, "required": True,
+                                              "description": "/v1/jobs/<id>"}}},
+               **error_responses(400, 401, 408, 409, 413, 500, 503)},
+    summary="Compile asynchronously: the /v1/compile request, answered at once with a job",
+    description=_RAW_DOC + " The graph is read and checked before the answer (400 as for "
+    "/v1/compile); the compiles run afterwards. An identical job in flight (same graph bytes, "
+    "format, targets and options) answers with that job.",
+    operation_id="submit_job",
+    openapi_extra=_COMPILE_BODY,
+)
+async def submit_job(
+    request: Request,
+    format: _Format = None,
+    target: _TargetQuery = None,
+    option: _OptionQuery = None,
+) -> Response:
+    svc = _service(request)
+    data, targets, options, fmt, supported = await _compile_input(request, format, target, option)
+    tenant = TENANT.set(_tenant(request))  # inherited by the job's driver
+    try:
+        doc = await svc.jobs.submit(data, targets=targets, options=options, format=fmt,
+                                    log_fields=log_fields(request.scope))
+    finally:
+        TENANT.reset(tenant)
+    resp = _json(_job_out(doc, supported), status=202)
+    resp.headers["Location"] = f"/v1/jobs/{doc['id']}"
+    return resp
+
+
+@router.get(
+    "/v1/jobs/{job_id}",
+    response_model=JobOut,
+    responses=error_responses(401, 404, 500, 503),
+    summary="A job: its state, progress, and once done the /v1/compile answer",
+    description="`wait` (seconds, at most 60) answers as soon as the state or progress "
+    "changes, or when `wait` has passed. Any replica answers for any job; a job whose replica "
+    "stopped is taken over by the one asked.",
+    operation_id="get_job",
+)
+async def get_job(
+    request: Request,
+    job_id: Annotated[str, Path(), WithJsonSchema(_JOB_ID_SCHEMA)],
+    wait: Annotated[float, Query(ge=0, le=60, description="long-poll up to this many "
+                                 "seconds for a change")] = 0.0,
+) -> Response:
+    svc = _service(request)
+    doc = await svc.jobs.get(job_id, wait=wait)
+    return _json(_job_out(doc, _runtime_check(None, svc.pipeline.compiler.version)))
+
+
+def _job_out(doc: dict[str, Any], supported: list[str]) -> dict[str, Any]:
+    out = dict(doc)
+    if out.get("result") is not None:
+        out["result"] = _finish(json.loads(json.dumps(out["result"])), supported)
     return out
 
 

@@ -24,6 +24,7 @@ from kiln.compiler.workers import WorkerPool, default_pool_size
 from .artifacts import ArtifactServer
 from .auth import TokenAuth
 from .compiles import CompileService
+from .jobs import Jobs, job_store
 from .limits import UploadBudget
 from .metrics import Metrics
 from .settings import Settings
@@ -55,19 +56,34 @@ class Service:
         per_process = max(1, total // s.http_workers)
         # Every temporary file of the workers and their compilers lives under the cache dir.
         tmp_root = Path(self.cache_dir) / "tmp"
-        compile_pool = WorkerPool(
-            per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue,
-            max_queue_per_client=s.max_queue_per_client, tmp_root=tmp_root,
-        )
         prepare_pool = WorkerPool(
             s.prepare_workers, memory_limit=s.worker_memory_bytes,
             max_queue=s.max_prepare_queue, tmp_root=tmp_root,
         )
-        self.pipeline = Pipeline(
-            cache=self.cache, pool=compile_pool, prepare_pool=prepare_pool,
-            compile_timeout=s.compile_timeout, prepare_timeout=s.prepare_timeout,
-            failure_ttl=s.failure_ttl, fanout_threads=256,
-        )
+        self.queue = None
+        if s.compile == "remote":  # compiles go to `kiln worker`s (kiln.cluster)
+            from kiln.cluster.queue import CompileQueue
+            from kiln.cluster.remote import RemotePipeline
+
+            assert s.redis_url is not None
+            self.queue = CompileQueue(s.redis_url, visibility_timeout=s.visibility,
+                                      wait_timeout=s.queue_wait_timeout, stash_ttl=s.job_ttl)
+            compile_pool = prepare_pool
+            self.pipeline = RemotePipeline(
+                queue=self.queue, cache=self.cache, pool=prepare_pool, prepare_pool=prepare_pool,
+                compile_timeout=s.compile_timeout, prepare_timeout=s.prepare_timeout,
+                failure_ttl=s.failure_ttl, fanout_threads=256,
+            )
+        else:
+            compile_pool = WorkerPool(
+                per_process, memory_limit=s.worker_memory_bytes, max_queue=s.max_queue,
+                max_queue_per_client=s.max_queue_per_client, tmp_root=tmp_root,
+            )
+            self.pipeline = Pipeline(
+                cache=self.cache, pool=compile_pool, prepare_pool=prepare_pool,
+                compile_timeout=s.compile_timeout, prepare_timeout=s.prepare_timeout,
+                failure_ttl=s.failure_ttl, fanout_threads=256,
+            )
         self.pipeline.on_compile = metrics.on_compile
         self.compiles = CompileService(
             pipeline=self.pipeline,
@@ -75,6 +91,8 @@ class Service:
             memo_entries=s.hit_memo_entries,
             max_prepared_bytes=s.max_prepared_bytes_in_flight,
         )
+        self.jobs = Jobs(store=job_store(s.redis_url, ttl=s.job_ttl), compiles=self.compiles,
+                         retry_after=s.retry_after, **_graph_stash(s, self.queue))
         self.artifacts = ArtifactServer(
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item
         )
@@ -133,6 +151,20 @@ class Service:
                 checks["redis"] = "ok" if self.cache.redis.ping() else "unreachable"
             checks.setdefault("redis", "unreachable")
         return checks
+
+
+def _graph_stash(s: Settings, queue: Any) -> dict[str, Any]:
+    """Where jobs keep their canonical text for other replicas: Redis (the queue's stash in
+    cluster mode), nowhere without Redis (jobs are then this process's own)."""
+    if not s.redis_url:
+        return {}
+    if queue is None:
+        from kiln.cluster.queue import GraphStash, redis_client
+
+        stash = GraphStash(redis_client(s.redis_url), ttl=s.job_ttl)
+    else:
+        stash = queue.stash
+    return {"stash": stash.put, "unstash": stash.get}
 
 
 def _closed(pool: WorkerPool) -> bool:

@@ -8,8 +8,9 @@ and every HTTP worker process builds the same ``Settings``. Nothing is read at i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -85,9 +86,32 @@ class Settings(BaseSettings):
     signing_key_file: Path | None = None
     #: Public keys (PEM files, comma separated) still trusted for verification: rotated keys.
     verify_keys_files: str = ""
+    #: Where compiles run: ``local`` (this replica's worker processes) or ``remote`` (sent to
+    #: ``kiln worker`` processes on the Redis queue; needs ``redis_url``; docs/cluster.md).
+    compile: Literal["local", "remote"] = "local"
+    #: Remote compiles: seconds before a dead worker's message goes to another worker (the
+    #: workers' ``--visibility-timeout``, same value); None = 3 x compile_timeout + 60.
+    visibility_timeout: float | None = Field(None, gt=0)
+    #: Remote compiles: seconds one may take, queue wait included, before ``overloaded``.
+    queue_wait_timeout: float = Field(3600.0, gt=0)
+    #: Seconds a job (``POST /v1/jobs``) is kept after its last change, with its graph.
+    job_ttl: float = Field(86400.0, ge=60)
     log_level: str = "info"
     #: Log one JSON line per request (access log).
     access_log: bool = True
+
+    @model_validator(mode="after")
+    def _remote_needs_redis(self) -> Settings:
+        if self.compile == "remote" and not self.redis_url:
+            raise ValueError("compile=remote needs redis_url (the queue and the shared cache)")
+        return self
+
+    @property
+    def visibility(self) -> float:
+        """The queue's visibility timeout, seconds (see ``visibility_timeout``)."""
+        if self.visibility_timeout is not None:
+            return self.visibility_timeout
+        return 3 * self.compile_timeout + 60
 
     def token_set(self) -> tuple[str, ...]:
         """The configured tokens (``tokens`` plus ``tokens_file``); empty = auth off.

@@ -141,6 +141,25 @@ class CompileResponse(BaseModel):
     errors: list[TargetErrorOut] = Field(description="targets that failed while others succeeded")
 
 
+class JobProgress(BaseModel):
+    targets_done: int = Field(ge=0)
+    targets_total: int = Field(ge=1)
+
+
+class JobOut(BaseModel):
+    """An asynchronous compile (``POST /v1/jobs``). ``error`` is what the error envelope of
+    /v1/compile would hold under ``"error"``."""
+
+    id: str = Field(pattern="^[0-9a-f]{32}$")
+    state: Literal["queued", "running", "done", "failed"]
+    progress: JobProgress
+    result: CompileResponse | None = Field(description="the /v1/compile answer, once done")
+    error: ErrorInfo | None = Field(description="why it failed, once failed")
+    graph_digest: str = Field(description="sha256:<hex> of the graph's canonical form")
+    created: float = Field(description="seconds since the epoch")
+    updated: float = Field(description="seconds since the epoch, of the last change")
+
+
 class KindOut(BaseModel):
     kind: str = Field(description="cpu, cuda, rocm, vulkan, metal")
     default: str = Field(description="the normalized target the bare kind means")

@@ -27,6 +27,7 @@ COMMANDS = {
     "cache": "cache",
     "verify": "verify",
     "targets": "targets",
+    "worker": "worker",
     "inspect": "inspect",
 }
 
@@ -52,7 +53,7 @@ def main(
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    local = args.command in ("serve", "cache") or (
+    local = args.command in ("serve", "cache", "worker") or (
         args.command in ("compile", "build") and not getattr(args, "server", None))
     missing = missing_server_parts() if local else []
     if missing:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kiln.errors import InvalidRequest, KilnError, UnsupportedTarget
+from kiln.errors import InvalidRequest, KilnError, NotFound, UnsupportedTarget
 
 __all__ = [
     "Backend", "Built", "EmbeddedBackend", "Outcome", "RemoteBackend", "compile_fn", "open_backend",
@@ -111,13 +111,35 @@ class EmbeddedBackend:
 
 
 class RemoteBackend:
-    """A ``kiln serve`` daemon. One request per graph; when the server refuses a target, the
-    others are retried one request each, so one bad target costs only itself. With trusted keys
-    (``KILN_TRUSTED_KEYS``) an executable whose signature does not verify is an error, never
-    written."""
+    """A ``kiln serve`` daemon. One job per graph (``POST /v1/jobs``, long-polled: no request
+    is held open for a long compile; a server without jobs gets ``/v1/compile``); when the
+    server refuses a target, the others are retried one request each, so one bad target costs
+    only itself. With trusted keys (``KILN_TRUSTED_KEYS``) an executable whose signature does
+    not verify is an error, never written. ``on_progress(n)`` is told of every ``n`` more
+    targets finished."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.on_progress: Callable[[int], None] | None = None
+        self._jobs = True
+
+    def _compile(self, data: bytes, targets: list[str], opts: dict[str, Any] | None,
+                 format: str | None) -> Any:
+        if self._jobs:
+            seen = [0]
+
+            def progress(job: Any) -> None:
+                if self.on_progress is not None and job.targets_done > seen[0]:
+                    self.on_progress(job.targets_done - seen[0])
+                    seen[0] = job.targets_done
+
+            try:
+                job = self.client.submit(data, targets=targets, options=opts, format=format)
+            except NotFound:
+                self._jobs = False  # a server without /v1/jobs
+            else:
+                return self.client.wait(job, on_progress=progress)
+        return self.client.compile(data, targets=targets, options=opts, format=format)
 
     def compile(
         self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None = None,
@@ -127,8 +149,7 @@ class RemoteBackend:
 
         opts = dict(options or {}) or None
         try:
-            results = [self.client.compile(data, targets=list(targets), options=opts,
-                                           format=format)]
+            results = [self._compile(data, list(targets), opts, format)]
             errors: list[tuple[str, KilnError]] = []
         except (UnsupportedTarget, InvalidRequest):
             if len(targets) == 1:
@@ -136,8 +157,7 @@ class RemoteBackend:
             results, errors = [], []
             for t in targets:
                 try:
-                    results.append(self.client.compile(data, targets=[t], options=opts,
-                                                       format=format))
+                    results.append(self._compile(data, [t], opts, format))
                 except KilnError as exc:
                     errors.append((t, exc))
         head = results[0].to_json() if results else {}

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from kiln.cli.backends import open_backend
+from kiln.cli.backends import RemoteBackend, open_backend
 from kiln.cli.manifest import BuildReport, build, read_manifest
 from kiln.errors import InvalidRequest
 
@@ -59,7 +59,11 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     with open_backend(server=args.server, token=args.token, cache_dir=args.cache_dir,
                       workers=args.workers) as backend, \
             _progress(total, stderr, show) as advance:
-        report = build(models, args.output, backend, jobs=args.jobs, on_done=advance)
+        on_done = advance
+        if isinstance(backend, RemoteBackend):  # the server's jobs report each target done
+            backend.on_progress = lambda n: advance("", n)
+            on_done = lambda model, _n: advance(model, 0)  # noqa: E731
+        report = build(models, args.output, backend, jobs=args.jobs, on_done=on_done)
     _summary(report, Path(args.output), stdout=stdout, stderr=stderr)
     return 0 if report.ok else 1
 

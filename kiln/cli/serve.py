@@ -42,6 +42,8 @@ _FLAGS: dict[str, str] = {
     "worker_memory_bytes": "KILN_WORKER_MEMORY_BYTES",
     "shutdown_timeout": "KILN_SHUTDOWN_TIMEOUT",
     "log_level": "KILN_LOG_LEVEL",
+    "compile": "KILN_COMPILE",
+    "visibility_timeout": "KILN_VISIBILITY_TIMEOUT",
 }
 
 
@@ -79,6 +81,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--worker-memory-bytes", type=int, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
     a("--shutdown-timeout", type=float, help="grace for in-flight requests, s (KILN_SHUTDOWN_TIMEOUT)")
     a("--log-level", help="debug, info, warning, error (KILN_LOG_LEVEL)")
+    a("--compile", choices=("local", "remote"),
+      help="local: compile in this process's workers (default); remote: send compiles to "
+      "`kiln worker`s on the Redis queue, needs --redis-url (KILN_COMPILE; docs/cluster.md)")
+    a("--visibility-timeout", type=float,
+      help="remote: seconds before a dead worker's compile goes to another worker, the "
+      "workers' value (KILN_VISIBILITY_TIMEOUT, default 3 x compile timeout + 60)")
     a("--print-nginx-config", action="store_true",
       help="print an nginx config that serves artifacts from the cache and proxies the rest, "
            "then exit (see docs/service.md)")

@@ -695,3 +695,9 @@ class AsyncClient(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+# Asynchronous compiles (POST /v1/jobs): submit, job, wait, compile_job (kiln/client/jobs.py).
+from kiln.client.jobs import attach as _attach_jobs  # noqa: E402
+
+_attach_jobs(Client, AsyncClient)

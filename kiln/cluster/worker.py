@@ -1,0 +1,294 @@
+"""``kiln worker``: a compile worker on the shared queue (Celery over Redis).
+
+One worker process runs Celery's consumer with a thread pool of ``concurrency`` threads; each
+task runs the engine (``Pipeline.compile_prepared``) whose compiles run in this process's Kiln
+worker pool (``concurrency`` child processes: crash isolation, memory cap, timeouts, exactly as
+in ``kiln serve``). The cache is the cluster's: the local disk tier in front of Redis (records,
+leases) and, when configured, S3 (blobs). A result is filed there and announced on
+``kiln:v1:done``; a failure is filed under ``kiln:v1:failed:<key>`` (``kiln.cluster.queue``).
+
+Failure semantics:
+
+| what happens | the job |
+|---|---|
+| the compile fails or times out | every waiter gets that error (kept ``failure_ttl`` s) |
+| the worker is SIGKILLed mid-compile | redelivered to another worker after the visibility timeout; the dead worker's lease has expired by then (``lease_seconds``), so it compiles at once |
+| Redis restarts | Celery reconnects; a result built meanwhile stays on the local disk and is copied to Redis when it answers (the task is acknowledged only then) |
+| this worker's compiler differs from the API replica's | refused, since the key would not describe the executable: the waiters get that error (kept 5 s) |
+
+No compiler outlives its worker: the worker leads its own process group, and a sentinel child
+(forked before anything else starts) kills that group as soon as the worker is gone, whatever
+killed it — the compile workers and any ``iree-compile`` they started go with it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from kiln.errors import CacheUnavailable, CompileError, InsufficientStorage, KilnError
+
+from .queue import (
+    COMPILES_KEY,
+    GraphStash,
+    announce_done,
+    celery_app,
+    file_failure,
+    redis_client,
+    worker_heartbeat,
+)
+from .types import CompileTask, graph_from_json, queues_for
+
+__all__ = ["WorkerSettings", "guard_process_group", "run_worker"]
+
+log = logging.getLogger("kiln.worker")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    redis_url: str
+    queues: str = "cpu,gpu"
+    concurrency: int = 1
+    cache_dir: str | None = None
+    s3_url: str | None = None
+    s3_endpoint_url: str | None = None
+    compile_timeout: float = 300.0
+    #: Seconds before an unacknowledged message is handed to another worker; None = three
+    #: times ``compile_timeout`` plus a minute.
+    visibility_timeout: float | None = None
+    #: The cache's single-flight lease: a dead worker's lease is gone after this long.
+    lease_seconds: float = 10.0
+    failure_ttl: float = 600.0
+    worker_memory_bytes: int = 8 << 30
+    signing_key_file: str | None = None
+    verify_keys_files: str = ""
+    name: str = field(default_factory=lambda: f"kiln@{socket.gethostname()}.{os.getpid()}")
+    log_level: str = "info"
+
+    @property
+    def visibility(self) -> float:
+        if self.visibility_timeout is not None:
+            return self.visibility_timeout
+        return 3 * self.compile_timeout + 60
+
+
+class WorkerRuntime:
+    """What one worker process owns: the cache, the engine and its pool, the Redis client."""
+
+    def __init__(self, s: WorkerSettings) -> None:
+        from kiln.cache import open_cache
+        from kiln.client.runtime import is_executable
+        from kiln.compiler.pipeline import Pipeline
+        from kiln.compiler.workers import WorkerPool
+        from kiln.provenance import Authority, split_paths
+
+        self.settings = s
+        self.client = redis_client(s.redis_url)
+        self.stash = GraphStash(self.client, ttl=86400)
+        authority = Authority.from_files(s.signing_key_file, split_paths(s.verify_keys_files))
+        self.cache = open_cache(
+            cache_dir=s.cache_dir, redis_url=s.redis_url, s3_url=s.s3_url,
+            s3_endpoint_url=s.s3_endpoint_url, authority=authority, accept_blob=is_executable,
+            lease_seconds=s.lease_seconds, lease_poll_max=0.25,
+        )
+        from kiln.cache import default_cache_dir
+
+        tmp_root = Path(s.cache_dir or default_cache_dir()) / "tmp"
+        pool = WorkerPool(s.concurrency, memory_limit=s.worker_memory_bytes,
+                          max_queue=max(1024, s.concurrency), tmp_root=tmp_root)
+        self.pipeline = Pipeline(cache=self.cache, pool=pool, compile_timeout=s.compile_timeout,
+                                 failure_ttl=0)
+        self.pipeline.on_compile = self._on_compile
+        self.compiles = 0
+        self._stop = threading.Event()
+
+    # -- the task ----------------------------------------------------------------------------
+
+    def run(self, payload: dict[str, Any]) -> None:
+        """One ``CompileTask``: compile (or find) it, file the outcome, announce it."""
+        task = CompileTask.from_json(payload)
+        t0 = time.perf_counter()
+        try:
+            self._compile(task)
+        except KilnError as exc:
+            failure = exc
+        else:
+            log.info(json.dumps({"event": "task", "key": task.key, "target": task.target,
+                                 "outcome": "ok", "seconds": round(time.perf_counter() - t0, 3)}))
+            self._retry_redis(lambda: announce_done(self.client, task.key))
+            return
+        # Deterministic failures are kept like the API's failure memory; a cache that is down
+        # or full, or a refusal of this worker's, only briefly (the next message retries).
+        transient = isinstance(failure, (CacheUnavailable, InsufficientStorage)) or (
+            not isinstance(failure, CompileError) and failure.code == "internal")
+        ttl = 5 if transient else self.settings.failure_ttl
+        log.info(json.dumps({"event": "task", "key": task.key, "target": task.target,
+                             "outcome": failure.code,
+                             "seconds": round(time.perf_counter() - t0, 3)}))
+        self._retry_redis(lambda: file_failure(self.client, task.key, failure, ttl=ttl))
+
+    def _compile(self, task: CompileTask) -> None:
+        from kiln.targets import normalize_options, parse_target
+
+        mlir = self._retry_redis(lambda: self.stash.get(task.mlir))
+        if mlir is None:
+            raise KilnError("the graph's canonical text is no longer stashed in Redis "
+                            "(expired, or Redis lost it); submit the compile again")
+        graph = graph_from_json(task.graph, mlir)
+        spec = parse_target(task.target)
+        opts = normalize_options(task.options)
+        key = self.pipeline.key_for(graph, spec, opts).digest()
+        if key != task.key:
+            raise KilnError(
+                f"this worker's compile key {key[:12]} differs from the API replica's "
+                f"{task.key[:12]}: another compiler or Kiln version; run workers and API "
+                "replicas from the same build",
+                detail={"worker_key": key, "key": task.key},
+            )
+        self.pipeline.compile_prepared(graph, spec, opts)
+        self._until_shared(key)
+
+    def _until_shared(self, key: str) -> None:
+        """Return once the record is in Redis, where every replica finds it. A result built
+        while Redis was down is on the local disk only; the cache copies it up when Redis
+        answers again (triggered by a cache operation, at most once a second)."""
+        assert self.cache.redis is not None
+        rkey = f"{self.cache.redis.prefix}ac:{key}"
+        deadline = time.monotonic() + self.settings.visibility
+        while True:
+            try:
+                if self.client.exists(rkey):
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise CacheUnavailable("the compiled executable could not be shared: Redis "
+                                       "stayed unreachable")
+            self.cache.lookup(key)  # nudges the tiered cache's catch-up
+            time.sleep(0.5)
+
+    def _retry_redis(self, fn: Any) -> Any:
+        """``fn()``, retried while Redis is unreachable (bounded by the visibility timeout:
+        past it the message is someone else's anyway)."""
+        deadline = time.monotonic() + self.settings.visibility
+        while True:
+            try:
+                return fn()
+            except redis.RedisError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _on_compile(self, kind: str, outcome: str, seconds: float) -> None:
+        if outcome == "rejected":
+            return
+        self.compiles += 1
+        log.info(json.dumps({"event": "compile", "kind": kind, "outcome": outcome,
+                             "seconds": round(seconds, 3), "worker": self.settings.name}))
+        try:
+            self.client.hincrby(COMPILES_KEY, f"{kind}:{outcome}", 1)
+        except redis.RedisError:
+            pass
+
+    # -- life --------------------------------------------------------------------------------
+
+    def heartbeat(self, queues: list[str]) -> None:
+        """Every 5 s: ``kiln:v1:cluster:worker:<name>`` (expires after 15 s) for the operator."""
+        s = self.settings
+        started = time.time()
+
+        def beat() -> None:
+            while not self._stop.wait(5.0):
+                self._beat(s, queues, started)
+
+        self._beat(s, queues, started)
+        threading.Thread(target=beat, name="kiln-heartbeat", daemon=True).start()
+
+    def _beat(self, s: WorkerSettings, queues: list[str], started: float) -> None:
+        try:
+            worker_heartbeat(self.client, s.name, {
+                "name": s.name, "pid": os.getpid(), "host": socket.gethostname(),
+                "queues": queues, "concurrency": s.concurrency, "started": started,
+                "compiles": self.compiles, "busy": self.pipeline.pool.in_flight,
+            }, ttl=15)
+        except redis.RedisError:
+            pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self.pipeline.close()
+        self.cache.close()
+
+
+def guard_process_group() -> None:
+    """Make this process lead its own process group and fork a sentinel that SIGKILLs the group
+    once this process is gone (a pipe's EOF tells it, whatever the cause of death). Call before
+    any thread or child is started."""
+    if os.getpgrp() != os.getpid():
+        os.setpgid(0, 0)
+    pgid = os.getpgrp()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the sentinel
+        try:
+            os.close(w)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                try:
+                    if not os.read(r, 1):
+                        break
+                except InterruptedError:
+                    continue
+        finally:
+            os.killpg(pgid, signal.SIGKILL)
+            os._exit(0)
+    os.close(r)
+    _SENTINEL.append(w)  # held open (close-on-exec: compile workers do not inherit it)
+
+
+_SENTINEL: list[int] = []
+
+
+def run_worker(s: WorkerSettings) -> int:
+    """Consume ``s.queues`` until SIGTERM/SIGINT (Celery's warm shutdown: running tasks finish).
+    Blocks; returns the exit status."""
+    queues = queues_for(s.queues)
+    guard_process_group()
+    logging.basicConfig(level=s.log_level.upper(), format="%(message)s", stream=sys.stderr)
+    runtime = WorkerRuntime(s)
+    app = celery_app(s.redis_url, visibility_timeout=s.visibility)
+
+    @app.task(name="kiln.compile", acks_late=True, reject_on_worker_lost=True,
+              ignore_result=True)
+    def compile_task(payload: dict[str, Any]) -> None:
+        runtime.run(payload)
+
+    runtime.pipeline.pool.start()
+    runtime.heartbeat(queues)
+    log.info(json.dumps({"event": "worker_ready", "name": s.name, "queues": queues,
+                         "concurrency": s.concurrency, "pid": os.getpid(),
+                         "visibility_timeout": s.visibility}))
+    try:
+        app.worker_main([
+            "worker", "--pool=threads", f"--concurrency={s.concurrency}",
+            f"--queues={','.join(queues)}", f"--hostname={s.name}",
+            f"--loglevel={s.log_level.upper()}", "--without-gossip", "--without-mingle",
+            "--without-heartbeat",
+        ])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    finally:
+        runtime.close()
+    return 0

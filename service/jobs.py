@@ -1,0 +1,467 @@
+"""Asynchronous compiles: ``POST /v1/jobs`` and ``GET /v1/jobs/{id}[?wait=SECONDS]``.
+
+    POST ─► parse targets + options (400 before any work) ─► identical job in flight? its id
+         ─► prepare the graph (400 invalid_graph here, as for /v1/compile) ─► record the job
+            (state queued, its plan: the prepared graph, targets, options) ─► 202
+    driver (an asyncio task of the replica that holds the job's driver lease):
+         running ─► per target, in parallel: the engine's compile_graph (cache hit, local
+         compile, or in cluster mode a message to the workers), progress after each one
+         ─► done (the /v1/compile 200 body) | failed (the error envelope /v1/compile would send)
+
+Where jobs live: in Redis when the service has one (``kiln:v1:job:<id>``, the plan under
+``kiln:v1:jobplan:<id>``, the canonical text stashed by sha256; all expiring after
+``job_ttl`` s), so every replica answers for every job; else in this process's memory.
+
+A job outlives the replica that accepted it: the driver holds a lease
+(``kiln:v1:jobdriver:<id>``, renewed every few seconds); when the replica dies the lease runs
+out, and the next replica asked about the job takes the lease and drives it from its plan. The
+compiles themselves are not repeated: finished ones are cache hits, and in cluster mode the
+ones still running on workers are waited on, not re-sent. Identical jobs in flight (same graph
+bytes, format, targets and options) are one job: the second POST gets the first one's id.
+
+A job is not started twice in one replica, and a compile queue that is full delays a job's
+target (retried every ``retry_after`` s) instead of failing it: that is what jobs are for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Protocol
+
+import anyio.to_thread
+
+from kiln.compiler.pipeline import CompileResult, parse_targets
+from kiln.dialects.types import PreparedGraph
+from kiln.errors import CacheUnavailable, KilnError, NotFound, Overloaded
+from kiln.targets import TargetSpec, normalize_options
+from kiln.targets.options import CompileOptions
+
+from .compiles import AllTargetsFailed, CompileService, _fingerprint, result_json
+
+__all__ = ["FINAL", "Jobs", "MemoryJobStore", "RedisJobStore", "job_store"]
+
+log = logging.getLogger("kiln.service")
+
+FINAL = ("done", "failed")
+_PREFIX = "kiln:v1:"
+#: Longest ``?wait=`` a GET may ask for, seconds.
+MAX_WAIT = 60.0
+
+
+class JobStore(Protocol):
+    """Where job documents and plans live. Every method may raise ``CacheUnavailable``."""
+
+    shared: bool  # other replicas see these jobs
+
+    async def by_fingerprint(self, fp: str) -> dict[str, Any] | None: ...
+    async def create(self, doc: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+        """Store a new job, unless an identical one (same ``plan["fingerprint"]``) is in
+        flight: then that one's document."""
+        ...
+    async def get(self, job_id: str) -> dict[str, Any] | None: ...
+    async def plan(self, job_id: str) -> dict[str, Any] | None: ...
+    async def put(self, doc: dict[str, Any]) -> None: ...
+    async def finish(self, doc: dict[str, Any], fp: str) -> None: ...
+    async def claim(self, job_id: str, owner: str, ttl: float) -> bool: ...
+    async def release(self, job_id: str, owner: str) -> None: ...
+    async def close(self) -> None: ...
+
+
+class MemoryJobStore:
+    """Jobs of this process only (no Redis configured); expired lazily."""
+
+    shared = False
+
+    def __init__(self, *, ttl: float) -> None:
+        self.ttl = ttl
+        self._docs: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
+        self._fps: dict[str, str] = {}
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for jid in [j for j, (exp, _d, _p) in self._docs.items() if exp < now]:
+            _exp, _doc, plan = self._docs.pop(jid)
+            if self._fps.get(plan.get("fingerprint", "")) == jid:
+                del self._fps[plan["fingerprint"]]
+
+    async def by_fingerprint(self, fp: str) -> dict[str, Any] | None:
+        self._expire()
+        jid = self._fps.get(fp)
+        return None if jid is None else await self.get(jid)
+
+    async def create(self, doc: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+        self._expire()
+        fp = plan["fingerprint"]
+        other = self._fps.get(fp)
+        if other is not None and other in self._docs and \
+                self._docs[other][1]["state"] not in FINAL:
+            return dict(self._docs[other][1])
+        self._docs[doc["id"]] = (time.monotonic() + self.ttl, dict(doc), plan)
+        self._fps[fp] = doc["id"]
+        return doc
+
+    async def get(self, job_id: str) -> dict[str, Any] | None:
+        entry = self._docs.get(job_id)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return dict(entry[1])
+
+    async def plan(self, job_id: str) -> dict[str, Any] | None:
+        entry = self._docs.get(job_id)
+        return None if entry is None else entry[2]
+
+    async def put(self, doc: dict[str, Any]) -> None:
+        entry = self._docs.get(doc["id"])
+        if entry is not None:
+            self._docs[doc["id"]] = (time.monotonic() + self.ttl, dict(doc), entry[2])
+
+    async def finish(self, doc: dict[str, Any], fp: str) -> None:
+        await self.put(doc)
+        if self._fps.get(fp) == doc["id"]:
+            del self._fps[fp]
+
+    async def claim(self, job_id: str, owner: str, ttl: float) -> bool:
+        return True
+
+    async def release(self, job_id: str, owner: str) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+class RedisJobStore:
+    """Jobs in Redis, visible to every replica; each key expires after ``ttl`` seconds."""
+
+    shared = True
+
+    def __init__(self, url: str, *, ttl: float) -> None:
+        import redis.asyncio as aioredis
+
+        self.url = url
+        self.ttl = int(ttl)
+        self.client = aioredis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0)
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        import redis
+
+        try:
+            return await fn(*args, **kw)
+        except redis.RedisError as exc:
+            raise CacheUnavailable(f"the job store (redis) is unavailable: {exc}") from exc
+
+    async def by_fingerprint(self, fp: str) -> dict[str, Any] | None:
+        jid = await self._call(self.client.get, _PREFIX + "jobfp:" + fp)
+        return None if jid is None else await self.get(jid.decode())
+
+    async def create(self, doc: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+        fp = plan["fingerprint"]
+        fkey = _PREFIX + "jobfp:" + fp
+        for _ in range(3):
+            if await self._call(self.client.set, fkey, doc["id"], nx=True, ex=self.ttl):
+                break
+            other = await self.by_fingerprint(fp)
+            if other is not None and other["state"] not in FINAL:
+                return other
+            await self._call(self.client.delete, fkey)  # a finished or expired job's
+        else:  # pragma: no cover - three races lost in a row
+            raise Overloaded("could not record the job; try again", retry_after=1)
+        await self._call(self.client.set, _PREFIX + "jobplan:" + doc["id"],
+                         json.dumps(plan, separators=(",", ":")), ex=self.ttl)
+        await self.put(doc)
+        return doc
+
+    async def get(self, job_id: str) -> dict[str, Any] | None:
+        raw = await self._call(self.client.get, _PREFIX + "job:" + job_id)
+        return None if raw is None else dict(json.loads(raw))
+
+    async def plan(self, job_id: str) -> dict[str, Any] | None:
+        raw = await self._call(self.client.get, _PREFIX + "jobplan:" + job_id)
+        return None if raw is None else dict(json.loads(raw))
+
+    async def put(self, doc: dict[str, Any]) -> None:
+        await self._call(self.client.set, _PREFIX + "job:" + doc["id"],
+                         json.dumps(doc, separators=(",", ":")), ex=self.ttl)
+
+    async def finish(self, doc: dict[str, Any], fp: str) -> None:
+        await self.put(doc)
+        await self._call(self.client.eval, _RELEASE, 1, _PREFIX + "jobfp:" + fp, doc["id"])
+
+    async def claim(self, job_id: str, owner: str, ttl: float) -> bool:
+        key = _PREFIX + "jobdriver:" + job_id
+        if await self._call(self.client.set, key, owner, nx=True, px=int(ttl * 1000)):
+            return True
+        return bool(await self._call(self.client.eval, _RENEW, 1, key, owner, int(ttl * 1000)))
+
+    async def release(self, job_id: str, owner: str) -> None:
+        with contextlib.suppress(CacheUnavailable):
+            await self._call(self.client.eval, _RELEASE, 1, _PREFIX + "jobdriver:" + job_id,
+                             owner)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
+
+
+def job_store(redis_url: str | None, *, ttl: float) -> MemoryJobStore | RedisJobStore:
+    return RedisJobStore(redis_url, ttl=ttl) if redis_url else MemoryJobStore(ttl=ttl)
+
+
+def _progress(doc: Mapping[str, Any]) -> tuple[str, int]:
+    return str(doc["state"]), int(doc["progress"]["targets_done"])
+
+
+class Jobs:
+    """The jobs of one app: submit, look up (long-poll), drive. One per process."""
+
+    LEASE = 10.0  # seconds a driver's lease lasts without renewal
+
+    def __init__(
+        self,
+        *,
+        store: MemoryJobStore | RedisJobStore,
+        compiles: CompileService,
+        stash: Callable[[str], str] | None = None,
+        unstash: Callable[[str], str | None] | None = None,
+        retry_after: float = 2.0,
+    ) -> None:
+        """``stash(mlir) -> ref`` / ``unstash(ref) -> mlir | None`` keep the canonical text
+        where other replicas find it (needed with a shared store)."""
+        self.store = store
+        self.compiles = compiles
+        self.stash = stash
+        self.unstash = unstash
+        self.retry_after = retry_after
+        self.owner = uuid.uuid4().hex
+        self._drivers: dict[str, asyncio.Task[None]] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+
+    # -- the routes' calls -------------------------------------------------------------------
+
+    async def submit(
+        self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None,
+        format: str | None, log_fields: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The new (or identical in-flight) job's document; errors as /v1/compile's 4xx."""
+        specs = parse_targets(targets)
+        opts = normalize_options(options)
+        log_fields["targets"] = [s.target for s in specs]
+        fp = _fingerprint(data, format, specs, opts)
+        same = await self.store.by_fingerprint(fp)
+        if same is not None and same["state"] not in FINAL:
+            log_fields["job"] = same["id"]
+            await self._ensure_driven(same)
+            return same
+        pipeline = self.compiles.pipeline
+        graph: PreparedGraph = await anyio.to_thread.run_sync(
+            partial(pipeline.prepare, data, format=format))
+        ref = await anyio.to_thread.run_sync(partial(self.stash, graph.mlir)) \
+            if self.stash is not None else None
+        from kiln.cluster.types import graph_to_json
+
+        plan = {"fingerprint": fp, "graph": graph_to_json(graph), "mlir": ref,
+                "targets": [s.target for s in specs], "options": opts.to_json()}
+        now = time.time()
+        doc: dict[str, Any] = {
+            "id": uuid.uuid4().hex, "state": "queued",
+            "progress": {"targets_done": 0, "targets_total": len(specs)},
+            "result": None, "error": None, "graph_digest": graph.digest,
+            "created": now, "updated": now,
+        }
+        stored = await self.store.create(doc, plan)
+        log_fields.update(job=stored["id"], graph_digest=graph.digest)
+        if stored["id"] == doc["id"]:
+            await self._start(doc, plan, graph, specs, opts)
+        else:
+            await self._ensure_driven(stored)
+        return stored
+
+    async def get(self, job_id: str, *, wait: float = 0.0) -> dict[str, Any]:
+        """The job's document; with ``wait`` > 0, once it changes (state or progress) or after
+        ``wait`` seconds, whichever is first. ``not_found`` for an unknown or expired id."""
+        doc = await self._doc(job_id)
+        if doc["state"] in FINAL:
+            return doc
+        await self._ensure_driven(doc)
+        if wait <= 0:
+            return doc
+        mark = _progress(doc)
+        deadline = time.monotonic() + min(wait, MAX_WAIT)
+        poll = 0.1 if self.store.shared else None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return doc
+            ev = self._changed.setdefault(job_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ev.wait(), timeout=left if poll is None else
+                                       min(poll, left))
+            doc = await self._doc(job_id)
+            if _progress(doc) != mark or doc["state"] in FINAL:
+                return doc
+            if poll is not None:
+                poll = min(poll * 1.5, 0.5)
+
+    async def close(self) -> None:
+        """Stop driving (another replica takes the jobs over when asked about them)."""
+        for jid, task in list(self._drivers.items()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            await self.store.release(jid, self.owner)
+        await self.store.close()
+
+    # -- driving -----------------------------------------------------------------------------
+
+    async def _doc(self, job_id: str) -> dict[str, Any]:
+        doc = await self.store.get(job_id) if _is_id(job_id) else None
+        if doc is None:
+            raise NotFound(f"no job {job_id[:64]!r} (unknown, or expired)",
+                           detail={"id": job_id[:64]})
+        return doc
+
+    async def _ensure_driven(self, doc: dict[str, Any]) -> None:
+        """Take over a job whose driver is gone (its lease ran out). Cheap when it is alive."""
+        jid = doc["id"]
+        if jid in self._drivers or doc["state"] in FINAL or not self.store.shared:
+            return
+        placeholder = asyncio.get_running_loop().create_future()  # no second claim meanwhile
+        self._drivers[jid] = placeholder  # type: ignore[assignment]
+        try:
+            await self._take_over(doc)
+        finally:
+            if self._drivers.get(jid) is placeholder:
+                del self._drivers[jid]
+
+    async def _take_over(self, doc: dict[str, Any]) -> None:
+        jid = doc["id"]
+        if not await self.store.claim(jid, self.owner, self.LEASE):
+            return
+        plan = await self.store.plan(jid)
+        mlir = None
+        if plan is not None and plan.get("mlir") and self.unstash is not None:
+            mlir = await anyio.to_thread.run_sync(partial(self.unstash, plan["mlir"]))
+        if plan is None or mlir is None:
+            doc.update(state="failed", updated=time.time(), error=KilnError(
+                "the replica that ran this job stopped, and the job's graph is no longer "
+                "stored; submit it again").to_json())
+            await self.store.finish(doc, plan["fingerprint"] if plan else "")
+            await self.store.release(jid, self.owner)
+            return
+        from kiln.cluster.types import graph_from_json
+
+        log.info("job taken over from a stopped replica", extra={"job": jid})
+        graph = graph_from_json(plan["graph"], mlir)
+        specs = parse_targets(plan["targets"])
+        await self._start(doc, plan, graph, specs, normalize_options(plan["options"]),
+                          claimed=True)
+
+    async def _start(self, doc: dict[str, Any], plan: dict[str, Any], graph: PreparedGraph,
+                     specs: list[TargetSpec], opts: CompileOptions, *,
+                     claimed: bool = False) -> None:
+        if not claimed and not await self.store.claim(doc["id"], self.owner, self.LEASE):
+            return  # pragma: no cover - a fresh id is nobody else's
+        jid: str = doc["id"]
+        task = asyncio.ensure_future(self._drive(doc, plan, graph, specs, opts))
+        self._drivers[jid] = task
+        task.add_done_callback(lambda _t: self._drivers.pop(jid, None))
+
+    async def _drive(self, doc: dict[str, Any], plan: dict[str, Any], graph: PreparedGraph,
+                     specs: list[TargetSpec], opts: CompileOptions) -> None:
+        jid = doc["id"]
+        renew = asyncio.ensure_future(self._renew(jid))
+        try:
+            await self._update(doc, state="running")
+            results: dict[str, CompileResult] = {}
+            pending = {asyncio.ensure_future(self._one(graph, spec, opts)): spec
+                       for spec in specs}
+            while pending:
+                finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for fut in finished:
+                    spec = pending.pop(fut)
+                    results[spec.target] = fut.result()
+                await self._update(doc, progress={"targets_done": len(results),
+                                                  "targets_total": len(specs)})
+            merged = CompileResult(
+                graph_digest=graph.digest, input_dialect=graph.input_dialect,
+                functions=graph.functions, signatures=graph.signatures,
+                compiler=self.compiles.pipeline.compiler,
+                artifacts=[a for s in specs for a in results[s.target].artifacts],
+                errors=[e for s in specs for e in results[s.target].errors],
+            )
+            if merged.artifacts:
+                await self._update(doc, state="done", result=result_json(merged), final=plan)
+            else:
+                err = AllTargetsFailed(merged.errors, graph_digest=graph.digest)
+                await self._update(doc, state="failed", error=err.to_json(), final=plan)
+        except asyncio.CancelledError:
+            raise
+        except KilnError as exc:
+            await self._fail(doc, plan, exc)
+        except Exception as exc:  # noqa: BLE001 - a job never stays running for ever
+            log.exception("job failed", extra={"job": jid})
+            await self._fail(doc, plan, KilnError(f"the job failed: {type(exc).__name__}"))
+        finally:
+            renew.cancel()
+        await self.store.release(jid, self.owner)
+
+    async def _fail(self, doc: dict[str, Any], plan: dict[str, Any], exc: KilnError) -> None:
+        with contextlib.suppress(CacheUnavailable):
+            await self._update(doc, state="failed", error=exc.to_json(), final=plan)
+
+    async def _one(self, graph: PreparedGraph, spec: TargetSpec,
+                   opts: CompileOptions) -> CompileResult:
+        """One target through the engine; a full compile queue is waited out, not failed."""
+        pipeline = self.compiles.pipeline
+        while True:
+            res: CompileResult = await self.compiles._thread(
+                partial(pipeline.compile_graph, graph, [spec], opts))
+            if res.errors and isinstance(res.errors[0].error, Overloaded):
+                await asyncio.sleep(self.retry_after)
+                continue
+            return res
+
+    async def _update(self, doc: dict[str, Any], *, final: dict[str, Any] | None = None,
+                      **fields: Any) -> None:
+        doc.update(fields, updated=time.time())
+        for _ in range(120):  # Redis restarting: keep the outcome, write it once it answers
+            try:
+                if final is not None:
+                    await self.store.finish(doc, final["fingerprint"])
+                else:
+                    await self.store.put(doc)
+                break
+            except CacheUnavailable:
+                if final is None:
+                    break  # progress only: the next update carries it
+                await asyncio.sleep(0.5)
+        ev = self._changed.pop(doc["id"], None)
+        if ev is not None:
+            ev.set()
+
+    async def _renew(self, jid: str) -> None:
+        while True:
+            await asyncio.sleep(self.LEASE / 3)
+            with contextlib.suppress(CacheUnavailable):
+                await self.store.claim(jid, self.owner, self.LEASE)
+
+
+def _is_id(job_id: str) -> bool:
+    return len(job_id) == 32 and all(c in "0123456789abcdef" for c in job_id)
