@@ -415,7 +415,7 @@ class Jobs:
             raise
         except KilnError as exc:
             await self._fail(doc, plan, exc)
-        except Exception as exc:  # noqa: BLE001 - a job never stays running for ever
+        except Exception as exc:
             log.exception("job failed", extra={"job": jid})
             await self._fail(doc, plan, KilnError(f"the job failed: {type(exc).__name__}"))
         finally:

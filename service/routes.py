@@ -17,8 +17,8 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import ValidationError, WithJsonSchema
 from starlette.responses import Response
 
-from kiln.errors import IncompatibleRuntime, InvalidRequest, KilnError, NotFound
 from kiln.compiler.fair_queue import TENANT
+from kiln.errors import IncompatibleRuntime, InvalidRequest, KilnError, NotFound
 
 from .errors import error_responses, note_code
 from .limits import read_body

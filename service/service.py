@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
-from kiln.compiler.pipeline import Pipeline
-from kiln.provenance import Authority, split_paths
 from kiln.client.runtime import is_executable
+from kiln.compiler.pipeline import Pipeline
+from kiln.compiler.workers import WorkerPool, default_pool_size
+from kiln.provenance import Authority, split_paths
 from kiln.targets import describe_targets
 from kiln.targets.options import OPTIONS
 from kiln.targets.toolchain import compiler_identity, iree_compile_path
-from kiln.compiler.workers import WorkerPool, default_pool_size
 
 from .artifacts import ArtifactServer
 from .auth import TokenAuth
@@ -136,7 +136,7 @@ class Service:
                 "ok" if os.access(path, os.X_OK) and compiler_identity().version != "unknown"
                 else f"{path} is not a usable iree-compile"
             )
-        except Exception as exc:  # noqa: BLE001 - report, do not raise
+        except Exception as exc:
             checks["compiler"] = str(exc)
         checks["workers"] = "ok" if not _closed(self.pipeline.pool) else "worker pool closed"
         try:

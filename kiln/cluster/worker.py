@@ -270,7 +270,8 @@ def run_worker(s: WorkerSettings) -> int:
     runtime = WorkerRuntime(s)
     app = celery_app(s.redis_url, visibility_timeout=s.visibility)
 
-    @app.task(name="kiln.compile", acks_late=True, reject_on_worker_lost=True,
+    @app.task(  # type: ignore[untyped-decorator]
+        name="kiln.compile", acks_late=True, reject_on_worker_lost=True,
               ignore_result=True)
     def compile_task(payload: dict[str, Any]) -> None:
         runtime.run(payload)
