@@ -54,7 +54,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
-from securesystemslib.signer import CryptoSigner, SSlibKey
+from securesystemslib.signer import CryptoSigner, Key, SSlibKey  # type: ignore[attr-defined]
 
 from kiln.errors import IntegrityError, InvalidRequest
 
@@ -190,7 +190,7 @@ class KeyRing:
             )
         if not env.signatures:
             raise IntegrityError("the provenance is not signed")
-        known = [self.keys[k].sslib_key() for k in env.signatures if k in self.keys]
+        known: list[Key] = [self.keys[k].sslib_key() for k in env.signatures if k in self.keys]
         if not known:
             raise IntegrityError(
                 "the provenance is signed by an unknown key "

@@ -55,7 +55,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the result as JSON"
     )
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "cache", allow_abbrev=False, parents=[common], help="inspect, check and trim the artifact cache"
     )
     sub = p.add_subparsers(dest="cache_command", required=True)

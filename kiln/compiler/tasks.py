@@ -40,10 +40,12 @@ class PrepareJob:
     data: bytes
     declared_format: str | None = None
     external_data_dir: str | None = None
+    #: ``"external"``: the weights go to a parameter archive (``PreparedGraph.params``).
+    params: str = "embedded"
 
     def run(self) -> PreparedGraph:
         return prepare(data=self.data, declared_format=self.declared_format,
-                       external_data_dir=self.external_data_dir)
+                       external_data_dir=self.external_data_dir, params=self.params)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ JOBS: tuple[type, ...] = (PrepareJob, CompileJob)
 # The dialects IREE's ONNX importer builds ops of without parsing them (its documented contract:
 # ``func`` and ``torch`` only). An op of a dialect not loaded would be created unregistered.
 _ONNX_IMPORTER_DIALECTS = ("func", "torch")
+# ... and with its weights externalized (IREENodeImporter): globals and their loads.
+_ONNX_EXTERNAL_DIALECTS = (*_ONNX_IMPORTER_DIALECTS, "torch_c", "util")
 
 
 def _context(*load: str) -> Any:
@@ -100,9 +104,15 @@ def _context(*load: str) -> Any:
 
 
 def prepare(
-    *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None
+    *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None,
+    params: str = "embedded",
 ) -> PreparedGraph:
-    """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``)."""
+    """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``).
+
+    ``params="external"``: an ONNX model's weights go to a parameter archive
+    (``PreparedGraph.params``) and the canonical text names them (kiln.dialects.onnx); MLIR must
+    already read its weights from named parameters, else ``InvalidRequest``
+    (``kiln.lowering.params.inline_weights``)."""
     from kiln.dialects import mlir as mlir_dialect
     from kiln.dialects import onnx as onnx_dialect
     from kiln.dialects.detect import detect_format, dialect_of
@@ -111,11 +121,17 @@ def prepare(
     from kiln.lowering.canonical import canonicalize, check_expansion, digest_text
     from kiln.lowering.entry_points import add_async_entry_points
 
+    external = params == "external"
+    archive: bytes | None = None
     fmt = detect_format(data, declared=declared_format)
-    ctx = _context(*_ONNX_IMPORTER_DIALECTS) if fmt is GraphFormat.ONNX else _context()
+    if fmt is GraphFormat.ONNX:
+        ctx = _context(*(_ONNX_EXTERNAL_DIALECTS if external else _ONNX_IMPORTER_DIALECTS))
+    else:
+        ctx = _context()
     if fmt is GraphFormat.ONNX:
         model = onnx_dialect.load_model(data, external_data_dir=external_data_dir)
-        module = onnx_dialect.import_model(model, context=ctx)
+        module, archive = onnx_dialect.import_model(model, context=ctx, externalize=external)
+        del model
         try:
             module.operation.verify()
         except Exception as exc:  # noqa: BLE001 - MLIRError; keep the importer's words
@@ -133,6 +149,8 @@ def prepare(
             text = data
         module = mlir_dialect.parse_module(text, context=ctx)
         dialect = dialect_of(mlir_dialect.op_names(module))
+        if external:
+            _refuse_inline_weights(module)
     # the canonical form may grow with what was sent, weights in external files included
     sent = len(data) + _dir_bytes(external_data_dir)
     check_expansion(module, request_bytes=sent)  # before anything prints it (issue 21)
@@ -156,7 +174,24 @@ def prepare(
         functions=tuple(functions),
         traits=traits,
         signatures=signatures,
+        params=archive,
     )
+
+
+def _refuse_inline_weights(module: Any) -> None:
+    """``InvalidRequest`` when MLIR sent with ``params: "external"`` holds its weights inline."""
+    from kiln.errors import InvalidRequest
+    from kiln.lowering.params import inline_weights
+
+    found = inline_weights(module)
+    if found:
+        raise InvalidRequest(
+            "params \"external\" needs MLIR that reads its weights from named parameters "
+            "(#flow.parameter.named, as kiln.torch.export writes); this graph holds "
+            f"{len(found)} weight tensor(s) inline (first: {found[0]}): send it with "
+            "params \"embedded\", or export it with its weights apart",
+            detail={"inline_weights": found[:20]},
+        )
 
 
 def _signatures(ops: list[tuple[Any, str]]) -> tuple[FunctionSignature, ...]:
@@ -189,7 +224,8 @@ def _with_module_attr(mlir: str, module_attr: str) -> str:
     ctx = _context()
     module = ir.Module.parse(mlir, context=ctx)
     module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(module_attr, context=ctx)
-    return module.operation.get_asm(enable_debug_info=False, large_elements_limit=None)
+    text: str = module.operation.get_asm(enable_debug_info=False, large_elements_limit=None)
+    return text
 
 
 def parse_diagnostics(stderr: str) -> list[Diagnostic]:
@@ -291,7 +327,7 @@ def _cli_stages(
 
     stages, prev = [], None
     for phase, names in rewrite_stages(rewrites):
-        start = [f"--compile-from={prev}"] if prev else []
+        start: list[str] = [f"--compile-from={prev}"] if prev else []
         stages.append(([*start, f"--compile-to={phase}", "--emit-mlir-bytecode"], phase, names))
         prev = phase
     return stages, [f"--compile-from={prev}"]
@@ -327,7 +363,7 @@ def _compile_session(
                 # in the session's context), and resume from there in a fresh invocation.
                 from kiln.lowering.rewrites import rewrite_stages
 
-                prev = None
+                prev: str | None = None
                 for phase, names in rewrite_stages(rewrites):
                     cur = invocations[-1]
                     if prev is not None:
@@ -343,7 +379,7 @@ def _compile_session(
                     nxt.import_module(module)
                     invocations.append(nxt)
                     prev = phase
-                if ok:
+                if ok and prev is not None:
                     _set_phase(invocations[-1], "from", prev)
                     ok = invocations[-1].execute()
             else:
