@@ -49,7 +49,7 @@ def linalg_text(name: str) -> tuple[str, str, np.ndarray]:
 
     model = MODELS[name]()
     ctx = ir.Context()
-    module = onnx_dialect.import_model(model, context=ctx)
+    module, _ = onnx_dialect.import_model(model, context=ctx)
     passmanager.PassManager.parse(TO_LINALG, context=ctx).run(module.operation)
     return module.operation.get_asm(large_elements_limit=None), model.graph.name, \
         sample_input(model)

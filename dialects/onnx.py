@@ -3,13 +3,22 @@
 Runs inside a worker process: a malformed protobuf or an importer crash must not take the caller
 down. External data is refused unless every ``location`` resolves inside ``external_data_dir``
 (``../../etc/passwd`` is ``invalid_graph``); with no directory allowed, any external data is refused.
+
+Weights apart (``import_model(..., externalize=True)``): each initializer that holds weights
+(``holds_weights``) becomes a ``util.global`` read from ``#stream.parameter.named<"model"::NAME>``
+(IREE's own ``IREENodeImporter``, as ``iree-import-onnx --externalize-params`` does) and its values
+go into a parameter archive (``.irpa``, ``iree.runtime.ParameterIndex.create_archive_file``); the
+imported module then holds code, names, shapes and dtypes only. Small integer initializers (shape
+tensors, axes, indices) and 0-d scalars stay inline: the ONNX-to-torch conversion needs some of
+them as constants (an externalized i64 Reshape shape does not lower). Constant *nodes* are code and
+stay inline too.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kiln.errors import InvalidGraph
 
@@ -76,8 +85,40 @@ def _check_external_data(model: onnx_t.ModelProto, allowed_dir: str | None) -> N
             )
 
 
-def import_model(model: onnx_t.ModelProto, *, context: ir.Context) -> ir.Module:
-    """Shape-infer and import; raise ``InvalidGraph`` when the importer refuses the model."""
+#: The scope of every externalized parameter (the runtime provider's scope; kiln.torch's too).
+PARAM_SCOPE = "model"
+#: Initializers of at least this many elements are externalized whatever their type
+#: (``iree-import-onnx``'s default ``--num-elements-threshold``).
+ELEMENTS_THRESHOLD = 100
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+# Integer types stored byte-aligned like numpy's (BOOL is not: IREE packs i1 parameters).
+_INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
+# Operands the ONNX-to-torch conversion reads as constants (sizes, scales, pads).
+_CONSTANT_OPERANDS = {"Resize": {1, 2, 3}, "Upsample": {1}, "Pad": {1, 2, 3}}
+
+
+def holds_weights(t: onnx_t.TensorProto, *, constant_operand: bool = False) -> bool:
+    """Whether an initializer is a weight to externalize: a floating-point tensor of at least 2
+    elements, or an integer one of at least ``ELEMENTS_THRESHOLD``; never one read as a constant
+    (``constant_operand``: a Resize scale, a Pad width), never booleans or sub-byte types."""
+    n = 1
+    for d in t.dims:
+        n *= d
+    if constant_operand:
+        return False
+    if t.data_type in _FLOAT_TYPES:
+        return n >= 2
+    return t.data_type in _INT_TYPES and n >= ELEMENTS_THRESHOLD
+
+
+def import_model(
+    model: onnx_t.ModelProto, *, context: ir.Context, externalize: bool = False
+) -> tuple[ir.Module, bytes | None]:
+    """Shape-infer and import; raise ``InvalidGraph`` when the importer refuses the model.
+
+    Returns the module and, with ``externalize``, the parameter archive's bytes (None when the
+    model has no weights to externalize). ``context`` must have ``util`` and ``torch_c`` loaded
+    when externalizing (the importer creates their ops without parsing them)."""
     import onnx
     from iree.compiler.extras import onnx_importer
 
@@ -91,8 +132,75 @@ def import_model(model: onnx_t.ModelProto, *, context: ir.Context) -> ir.Module:
     try:
         info = onnx_importer.ModelInfo(model)
         module = info.create_module(context=context)
-        imp = onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)
+        if externalize:
+            imp = _externalizing_importer(info, module, model)
+        else:
+            imp = onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)
         imp.import_all()
     except (onnx_importer.OnnxImportError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidGraph(f"the ONNX importer refused the model: {type(exc).__name__}: {exc}") from None
-    return module
+    return module, (_archive(imp) if externalize else None)
+
+
+def _externalizing_importer(info: Any, module: ir.Module, model: onnx_t.ModelProto) -> Any:
+    """IREE's ``IREENodeImporter`` deciding per initializer with ``holds_weights``."""
+    import onnx
+    from iree.compiler.extras import onnx_importer
+    from iree.compiler.tools.import_onnx.importer_externalization_overrides import (
+        IREENodeImporter,
+        ParamData,
+    )
+
+    constant = {
+        name
+        for node in model.graph.node
+        for i, name in enumerate(node.input)
+        if i in _CONSTANT_OPERANDS.get(node.op_type, ())
+    }
+
+    class Importer(IREENodeImporter):  # type: ignore[misc]
+        def import_initializer(self, initializer: Any, extern_name: str | None = None) -> Any:
+            if isinstance(initializer, onnx.TensorProto) and not holds_weights(
+                initializer, constant_operand=initializer.name in constant
+            ):
+                # the plain importer's inline literal
+                return onnx_importer.NodeImporter.import_initializer(self, initializer, extern_name)
+            return super().import_initializer(initializer, extern_name)
+
+    # Threshold 0: ``Importer.import_initializer`` has already decided. The paths are unused
+    # (``_archive`` writes the archive).
+    data = ParamData(param_bit_threshold=None, num_elements_threshold=0,
+                     params_scope=PARAM_SCOPE, data_dir="", param_path="",
+                     input_index_threshold=None)
+    imp = IREENodeImporter.define_function(info.main_graph, module.operation, data)
+    # define_function builds an IREENodeImporter whatever class it is called on.
+    imp.__class__ = Importer
+    return imp
+
+
+def _archive(imp: Any) -> bytes | None:
+    """The ``.irpa`` of the initializers ``imp`` externalized, keyed as the IR names them;
+    None when there were none. The bytes depend only on the names, order and values."""
+    import tempfile
+
+    import iree.runtime as rt
+    from onnx import numpy_helper
+
+    if not imp.globals:
+        return None
+    index = rt.ParameterIndex()
+    seen: set[str] = set()
+    held = []
+    for name, _symbol in imp.globals:
+        key = imp.sanitize_name(name)  # what ``#stream.parameter.named`` names
+        if key in seen:
+            raise InvalidGraph(f"two initializers are both named {key[:64]!r} once sanitized")
+        seen.add(key)
+        array = numpy_helper.to_array(imp._gi.initializer_map[name])
+        held.append(array)
+        index.add_buffer(key, array)
+    with tempfile.TemporaryDirectory(prefix="kiln-params-") as tmp:
+        path = os.path.join(tmp, "params.irpa")
+        index.create_archive_file(path)
+        with open(path, "rb") as f:
+            return f.read()

@@ -62,6 +62,9 @@ class PreparedGraph:
     ``traits`` count the graph's compute ops; the CPU presets choose flags from them.
     ``signatures``: the public functions' argument and result types, as imported (before any
     entry point is added), in ``functions`` order.
+    ``params``: with weights apart (option ``params: "external"``), the parameter archive
+    (``.irpa`` bytes) an ONNX import wrote; ``mlir`` then names the weights without their values.
+    None otherwise (also for MLIR whose weights are already named parameters).
     """
 
     mlir: str
@@ -71,6 +74,7 @@ class PreparedGraph:
     functions: tuple[str, ...]
     traits: GraphTraits = field(default_factory=GraphTraits)
     signatures: tuple[FunctionSignature, ...] = ()
+    params: bytes | None = field(default=None, repr=False)
 
 
 # -- function signatures ------------------------------------------------------------------------
