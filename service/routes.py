@@ -301,7 +301,7 @@ async def submit_job(
 @router.get(
     "/v1/jobs/{job_id}",
     response_model=JobOut,
-    responses=error_responses(401, 404, 500, 503),
+    responses=error_responses(400, 401, 404, 500, 503),
     summary="A job: its state, progress, and once done the /v1/compile answer",
     description="`wait` (seconds, at most 60) answers as soon as the state or progress "
     "changes, or when `wait` has passed. Any replica answers for any job; a job whose replica "

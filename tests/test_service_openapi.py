@@ -28,6 +28,8 @@ from tests.test_determinism import REFORMATTED
 TOKEN = "openapi-token"
 ROUTES = {
     "/v1/compile": {"post"},
+    "/v1/jobs": {"post"},
+    "/v1/jobs/{job_id}": {"get"},
     "/v1/artifacts/{hex}": {"get", "head"},
     "/v1/artifacts/{hex}/provenance": {"get"},
     "/v1/keys": {"get"},
@@ -89,7 +91,7 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     for path, ops in paths.items():
         for method, op in ops.items():
             assert op.get("summary"), (method, path)
-            assert "200" in op["responses"], (method, path)
+            assert {"200", "202"} & set(op["responses"]), (method, path)
             for status, resp in op["responses"].items():
                 if int(status) >= 400:
                     schema = resp["content"]["application/json"]["schema"]
@@ -111,6 +113,12 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     params = {p["name"]: p for p in compile_["parameters"]}
     assert set(params) == {"format", "target", "option", "X-Kiln-Runtime"}
     assert "opt_level=O3" in json.dumps(params["option"]["schema"])
+    # A job takes the compile request in both forms, answers 202 with a Location.
+    submit = paths["/v1/jobs"]["post"]
+    assert set(submit["requestBody"]["content"]) == set(compile_["requestBody"]["content"])
+    assert "Location" in submit["responses"]["202"]["headers"]
+    assert {p["name"] for p in paths["/v1/jobs/{job_id}"]["get"]["parameters"]} == {
+        "job_id", "wait"}
     artifact = paths["/v1/artifacts/{hex}"]["get"]
     assert set(artifact["responses"]) >= {"200", "206", "304", "404", "416"}
     assert "application/x-iree-vmfb" in artifact["responses"]["200"]["content"]
