@@ -262,6 +262,37 @@ class ArtifactCache:
             log.error("kiln cache: could not read %s: %s", kh, exc)
             return None
 
+    # -- parameter archives ------------------------------------------------------------------
+
+    def put_params(self, data: bytes, *, graph_digest: str) -> str:
+        """Store a parameter archive (``.irpa``; weights apart from code, docs/caching.md) and
+        return its ``sha256:<hex>``. It is a CAS blob like an executable, in every tier, but no
+        record names it: it is kept (and evicted) as its own LRU unit, never collected as an
+        orphan, and stored again by every compile that produces it. With an authority it gets a
+        signed provenance (``Authority.seal_params``; once per blob: the first graph that
+        produced it is named). Failure semantics as for a build's store: a full disk raises
+        ``InsufficientStorage``, other write failures are logged and counted; an unreachable
+        remote tier is a local-only write, caught up later."""
+        digest = blob_digest(data)
+        try:
+            fresh = self.storage.get_provenance(digest) is None
+            self.storage.put_blob(digest, data)
+            if fresh and self.authority is not None:
+                text = self.authority.seal_params(digest, len(data), graph_digest=graph_digest)
+                if text:
+                    self.storage.put_provenance(digest, text)
+        except CacheUnavailable:
+            pass  # a remote-only cache with its remote down: counted by the backend
+        except OSError as exc:
+            self._count("store_error")
+            log.error("kiln cache: could not store the parameter archive %s: %s", digest, exc)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InsufficientStorage(
+                    f"the cache has no space left for the {len(data)}-byte parameter archive",
+                    detail={"size": len(data)},
+                ) from exc
+        return digest
+
     # -- blobs -------------------------------------------------------------------------------
 
     def read_blob(self, digest: str) -> bytes:

@@ -261,6 +261,11 @@ class DiskStorage:
         with self._gc_lock(exclusive=False):
             self._write_atomic(self.record_file(record.key), encode_record(record))
 
+    def put_provenance(self, digest: str, provenance: str) -> None:
+        """The provenance envelope of a blob stored without a record (a parameter archive)."""
+        with self._gc_lock(exclusive=False):
+            self._write_atomic(self.provenance_file(digest), provenance.encode())
+
     def _put_blob(self, digest: str, data: bytes) -> None:
         path = self.blob_file(digest)
         if self.blob_path(digest) is not None:  # present and verified: CAS writes are idempotent

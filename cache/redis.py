@@ -232,6 +232,10 @@ class RedisStorage:
         check_blob(digest, data)
         self.call(self.client.set, self._k_blob(digest), data, px=self.ttl_ms)
 
+    def put_provenance(self, digest: str, provenance: str) -> None:
+        """The provenance envelope of a blob stored without a record (a parameter archive)."""
+        self.call(self.client.set, self._k_prov(digest), provenance.encode(), px=self.ttl_ms)
+
     def put_record(self, record: ActionRecord) -> None:
         """The record and its provenance envelope (when signed), without the blob (which may live
         in Redis already, or in an object store: cache/s3.py)."""

@@ -336,6 +336,14 @@ class S3Storage:
             return  # content-addressed: the same bytes are there (every read re-checks them)
         self._put(okey, data)
 
+    def put_provenance(self, digest: str, provenance: str) -> None:
+        """The provenance envelope of a blob stored without a record (a parameter archive): in
+        Redis when there is one, as for records."""
+        if self.records is not None:
+            self.records.put_provenance(digest, provenance)
+            return
+        self._put(self._k_prov(digest), provenance.encode())
+
     def put_record(self, record: ActionRecord) -> None:
         if self.records is not None:
             self.records.put_record(record)

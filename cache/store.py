@@ -105,6 +105,15 @@ class Storage(Protocol):
         """The blob's bytes, verified; None if absent or corrupt (a corrupt blob is deleted)."""
         ...
 
+    def put_blob(self, digest: str, data: bytes) -> None:
+        """Store a blob that no record names (a parameter archive: ``ArtifactCache.put_params``).
+        ValueError if the bytes do not match the digest."""
+        ...
+
+    def put_provenance(self, digest: str, provenance: str) -> None:
+        """Store the provenance envelope of a blob that no record names."""
+        ...
+
     def blob_path(self, digest: str) -> Path | None:
         """A verified local file holding the blob, for zero-copy serving; None without a disk."""
         ...
@@ -127,10 +136,6 @@ class Tier(Storage, Protocol):
 
     def has_blob(self, digest: str) -> bool:
         """Presence only (no verification): cheap pre-check, e.g. to skip an upload."""
-        ...
-
-    def put_blob(self, digest: str, data: bytes) -> None:
-        """Store ``data`` under ``digest``. ValueError if the bytes do not match the digest."""
         ...
 
     def delete_blob(self, digest: str) -> None: ...

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["TieredStorage"]
 
 log = logging.getLogger("kiln.cache.tiered")
+_BLOB = ".blob"  # a pending marker's suffix for a blob no record names (a parameter archive)
 
 
 class TieredStorage:
@@ -131,7 +132,8 @@ class TieredStorage:
     def _acceptable(self, data: bytes, digest: str) -> bool:
         if self.accept_blob is None or self.accept_blob(data):
             return True
-        log.warning("kiln cache: not copying remote blob %s to disk: not an executable", digest)
+        log.warning("kiln cache: not copying blob %s between tiers: the guard refused it "
+                    "(not an executable nor a parameter archive)", digest)
         return False
 
     def blob_path(self, digest: str) -> Path | None:
@@ -145,6 +147,18 @@ class TieredStorage:
         self.local.put(record, data)
         if not self._remote_write(lambda: self.remote.put(record, data)):
             self._note_pending(record.key)
+
+    def put_blob(self, digest: str, data: bytes) -> None:
+        """A blob no record names (a parameter archive), on both tiers; noted for the remote
+        tier (``<hex>.blob``) when it refused the write, like a record."""
+        self.local.put_blob(digest, data)
+        if not self._remote_write(lambda: self.remote.put_blob(digest, data)):
+            self._note_pending(digest, suffix=_BLOB)
+
+    def put_provenance(self, digest: str, provenance: str) -> None:
+        self.local.put_provenance(digest, provenance)
+        if not self._remote_write(lambda: self.remote.put_provenance(digest, provenance)):
+            self._note_pending(digest, suffix=_BLOB)
 
     def verify(self) -> VerifyReport:
         rep = self.local.verify()
@@ -170,9 +184,9 @@ class TieredStorage:
 
     # -- catching Redis up after an outage ---------------------------------------------------
 
-    def _note_pending(self, key: str) -> None:
+    def _note_pending(self, key: str, *, suffix: str = "") -> None:
         try:
-            name = normalize_digest(key).removeprefix("sha256:")  # a hex name, never a path
+            name = normalize_digest(key).removeprefix("sha256:") + suffix  # never a path
             self.pending_dir.mkdir(parents=True, exist_ok=True)
             (self.pending_dir / name).touch()
             self._pending = True
@@ -214,6 +228,13 @@ class TieredStorage:
             names = []
         for key in names:
             marker = self.pending_dir / key
+            if key.endswith(_BLOB):
+                if not self._copy_blob("sha256:" + key.removesuffix(_BLOB)):
+                    return copied
+                copied += 1
+                with contextlib.suppress(FileNotFoundError):
+                    marker.unlink()
+                continue
             rec = self.local.get_record(key)
             data = self.local.get_blob(rec.digest) if rec is not None else None
             if rec is not None and data is not None and not self._acceptable(data, rec.digest):
@@ -228,3 +249,18 @@ class TieredStorage:
                 marker.unlink()
         self._pending = False
         return copied
+
+    def _copy_blob(self, digest: str) -> bool:
+        """Copy a record-less blob and its provenance to the remote tier; False if it is still
+        down. A blob evicted locally meanwhile, or one the guard refuses, is dropped."""
+        data = self.local.get_blob(digest)
+        if data is None or not self._acceptable(data, digest):
+            return True
+        prov = self.local.get_provenance(digest)
+        try:
+            self.remote.put_blob(digest, data)
+            if prov:
+                self.remote.put_provenance(digest, prov)
+        except CacheUnavailable:
+            return False
+        return True

@@ -61,6 +61,10 @@ class RecordAuthority(Protocol):
         """None when the record is authentic, else why not (it is then never served)."""
         ...
 
+    def seal_params(self, digest: str, size: int, *, graph_digest: str) -> str:
+        """The provenance envelope for a new parameter archive ("" when it cannot sign)."""
+        ...
+
     def envelope_for(self, provenance: str, digest: str) -> dict[str, Any] | None:
         """The envelope if it verifies and is about ``digest``."""
         ...

@@ -17,6 +17,14 @@ executable's sha256 and whose predicate is SLSA provenance v1::
          "metadata": {"invocationId": "<compile key>", "startedOn", "finishedOn"},
          "byproducts": [{"name": "warnings", "annotations": {"messages": [...]}}]}}}
 
+A parameter archive (``.irpa``: weights apart from code, docs/caching.md) gets its own envelope
+(``params_statement``): subject ``params.irpa`` with the archive's sha256, ``buildType``
+``PARAMS_BUILD_TYPE``, ``externalParameters`` ``{"graph_digest", "scope", "format"}`` (the
+code-only graph whose import wrote it; every executable compiled from that graph binds it). An
+executable's own statement cannot name one archive: with ``params: "external"`` (in its
+``options``) one executable serves every weight set of its architecture, so the chain is
+executable → graph digest ← archive, each link signed.
+
 The DSSE signature covers ``PAE(payloadType, payload)`` = ``"DSSEv1" SP len(type) SP type SP
 len(body) SP body``, so any DSSE verifier accepts it; ``keyid`` is the hex sha256 of the public
 key's 32 raw bytes.
@@ -44,6 +52,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +82,7 @@ __all__ = [
     "Signer",
     "TrustedKey",
     "check_statement",
+    "params_statement",
     "default_signing_key_file",
     "pae",
     "verify_artifact",
@@ -82,6 +92,7 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "https://kiln.invalid/compile/v1"
+PARAMS_BUILD_TYPE = "https://kiln.invalid/params/v1"
 BUILDER_ID = "https://kiln.invalid/builder/kiln"
 
 
@@ -387,6 +398,40 @@ def statement(
     }
 
 
+def params_statement(
+    digest: str, size: int, *, graph_digest: str, created: float, scope: str = "model",
+    kiln_version: str | None = None,
+) -> dict[str, Any]:
+    """The in-toto Statement for the parameter archive ``digest`` an import of ``graph_digest``
+    wrote."""
+    if kiln_version is None:
+        from kiln import __version__ as kiln_version
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{
+            "name": "params.irpa",
+            "digest": {"sha256": digest.removeprefix("sha256:")},
+            "annotations": {"size": size},
+        }],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": PARAMS_BUILD_TYPE,
+                "externalParameters": {"graph_digest": graph_digest, "scope": scope,
+                                       "format": "irpa"},
+                "resolvedDependencies": [
+                    {"name": "graph.mlir (canonical form, code only)",
+                     "digest": {"sha256": graph_digest.removeprefix("sha256:")}},
+                ],
+            },
+            "runDetails": {
+                "builder": {"id": BUILDER_ID, "version": {"kiln": kiln_version}},
+                "metadata": {"finishedOn": _iso(created)},
+            },
+        },
+    }
+
+
 def compile_key_of(stmt: Mapping[str, Any]) -> CompileKey:
     """The compile key the statement's parameters describe (IntegrityError if malformed)."""
     from kiln.cache.key import CompileKey
@@ -453,6 +498,15 @@ class Authority:
             compile_seconds=record.compile_seconds, created=record.created,
             warnings=record.warnings,
         ))
+        return json.dumps(env, sort_keys=True, separators=(",", ":"))
+
+    def seal_params(self, digest: str, size: int, *, graph_digest: str) -> str:
+        """A parameter archive's provenance envelope as canonical JSON text ("" without a
+        signer)."""
+        if self.signer is None:
+            return ""
+        env = self.signer.sign(params_statement(digest, size, graph_digest=graph_digest,
+                                                created=time.time()))
         return json.dumps(env, sort_keys=True, separators=(",", ":"))
 
     def check(self, record: ActionRecord) -> str | None:

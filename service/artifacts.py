@@ -1,4 +1,5 @@
-"""Serving executables: ``GET``/``HEAD /v1/artifacts/{hex}``.
+"""Serving executables and parameter archives: ``GET``/``HEAD /v1/artifacts/{hex}`` and
+``/v1/params/{hex}`` (one ``ArtifactServer`` each, differing in media type and format check).
 
 Artifacts are immutable and content-addressed, so the answer for a digest never changes: it is
 sent with ``ETag: "<hex>"`` and ``Cache-Control: public, max-age=31536000, immutable``, and an
@@ -17,8 +18,8 @@ Where the bytes come from, fastest first:
 The ``hex`` is checked against ``^[0-9a-f]{64}$`` before any file system access: anything else
 (``../..``, ``%2e%2e``, upper case, a ``sha256:`` prefix) is 404 ``not_found`` and never becomes a
 path. A blob that is absent or fails verification, or is not an IREE executable
-(``kiln.client.runtime.is_executable``: bytes someone stored under their own sha256), is 404
-``not_found``.
+(``kiln.client.runtime.is_executable``: bytes someone stored under their own sha256; for
+``/v1/params``, not an ``.irpa``: ``kiln.client.params.is_archive``), is 404 ``not_found``.
 
 ``Range`` is honoured whatever the blob's size (a resumed download of a 47 MB executable and of a
 13 kB one behave alike): one range ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` answers 206 with
@@ -34,25 +35,26 @@ import hashlib
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.background import BackgroundTask
 from starlette.responses import FileResponse, Response
 
 from kiln.cache import ArtifactCache
-from kiln.errors import InvalidRequest, NotFound
 from kiln.client.runtime import EXECUTABLE_HEAD_BYTES, is_executable
+from kiln.errors import InvalidRequest, NotFound
 
 from .errors import error_response
 from .metrics import Metrics
 
-__all__ = ["ArtifactServer", "MEDIA_TYPE"]
+__all__ = ["MEDIA_TYPE", "PARAMS_MEDIA_TYPE", "ArtifactServer"]
 
 MEDIA_TYPE = "application/x-iree-vmfb"
+PARAMS_MEDIA_TYPE = "application/x-iree-irpa"
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _CACHE_CONTROL_B = CACHE_CONTROL.encode()
-_MEDIA_TYPE_B = MEDIA_TYPE.encode()
 
 _Sig = tuple[int, int, int, int, int]
 
@@ -66,8 +68,16 @@ class ArtifactServer:
     every disk access it makes is a ``stat`` or one read of a small blob."""
 
     def __init__(
-        self, cache: ArtifactCache, metrics: Metrics, *, max_bytes: int, max_item: int
+        self, cache: ArtifactCache, metrics: Metrics, *, max_bytes: int, max_item: int,
+        media_type: str = MEDIA_TYPE, accept: Callable[[bytes], bool] = is_executable,
+        what: str = "artifact",
     ) -> None:
+        """``accept``: the format check on a blob's first ``EXECUTABLE_HEAD_BYTES`` bytes;
+        ``what`` names the blobs in messages."""
+        self.media_type = media_type
+        self._media_type_b = media_type.encode()
+        self._accept = accept
+        self.what = what
         self.cache = cache
         self.metrics = metrics
         self.max_bytes = max_bytes
@@ -86,7 +96,7 @@ class ArtifactServer:
     ) -> Response:
         """The response for ``hex_digest``; raises ``NotFound``."""
         if not _HEX.match(hex_digest):
-            raise NotFound("no such artifact: not a lowercase sha256 hex digest")
+            raise NotFound(f"no such {self.what}: not a lowercase sha256 hex digest")
         etag = f'"{hex_digest}"'
         headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL, "Accept-Ranges": "bytes"}
         if if_range is not None and if_range.strip() != etag:
@@ -96,23 +106,25 @@ class ArtifactServer:
         data = self._memory(hex_digest)
         if data is None:
             path = self.cache.blob_path(hex_digest)
-            if path is None or not _executable_file(path):
-                raise NotFound(f"no artifact sha256:{hex_digest}", detail={"digest": hex_digest})
+            if path is None or not _accepted_file(path, self._accept):
+                raise NotFound(f"no {self.what} sha256:{hex_digest}",
+                               detail={"digest": hex_digest})
             data = self._load(hex_digest, path)
             if data is None:
                 size = path.stat().st_size
                 if range_header and _byte_range(range_header, size) == "unsatisfiable":
-                    return _unsatisfiable(size, headers)
+                    return _unsatisfiable(size, headers, self.what)
                 if head:
                     headers["Content-Length"] = str(size)
-                    return Response(status_code=200, headers=headers, media_type=MEDIA_TYPE)
-                resp = FileResponse(path, media_type=MEDIA_TYPE, headers=headers)
+                    return Response(status_code=200, headers=headers,
+                                    media_type=self.media_type)
+                resp = FileResponse(path, media_type=self.media_type, headers=headers)
                 nbytes = int(resp.headers.get("content-length", "0"))
                 resp.background = BackgroundTask(self.metrics.bytes_served.inc, nbytes)
                 return resp
         span = _byte_range(range_header, len(data)) if range_header else None
         if span == "unsatisfiable":
-            return _unsatisfiable(len(data), headers)
+            return _unsatisfiable(len(data), headers, self.what)
         status = 200
         if isinstance(span, tuple):
             first, last = span
@@ -120,9 +132,9 @@ class ArtifactServer:
             data, status = data[first : last + 1], 206
         if head:
             headers["Content-Length"] = str(len(data))
-            return Response(status_code=status, headers=headers, media_type=MEDIA_TYPE)
+            return Response(status_code=status, headers=headers, media_type=self.media_type)
         self.metrics.bytes_served.inc(len(data))
-        return Response(data, status_code=status, headers=headers, media_type=MEDIA_TYPE)
+        return Response(data, status_code=status, headers=headers, media_type=self.media_type)
 
     def fast(
         self, hex_digest: str, *, head: bool, if_none_match: bytes | None
@@ -141,7 +153,7 @@ class ArtifactServer:
         if if_none_match is not None and _matches(if_none_match.decode("latin-1"), etag.decode()):
             return 304, headers, b""
         headers += [
-            (b"content-type", _MEDIA_TYPE_B),
+            (b"content-type", self._media_type_b),
             (b"content-length", str(len(data)).encode()),
         ]
         if head:
@@ -203,20 +215,20 @@ class ArtifactServer:
             self._mem_bytes -= len(entry[0])
 
 
-def _unsatisfiable(size: int, headers: dict[str, str]) -> Response:
+def _unsatisfiable(size: int, headers: dict[str, str], what: str) -> Response:
     """416 with ``Content-Range: bytes */SIZE``, in the error envelope like every error."""
     err = InvalidRequest(
-        f"the range starts past the end of the executable ({size} bytes)",
+        f"the range starts past the end of the {what} ({size} bytes)",
         detail={"size": size},
     )
     headers = {**headers, "Content-Range": f"bytes */{size}"}
     return error_response(err, status=416, headers=headers)
 
 
-def _executable_file(path: Path) -> bool:
+def _accepted_file(path: Path, accept: Callable[[bytes], bool]) -> bool:
     try:
         with open(path, "rb") as f:
-            return is_executable(f.read(EXECUTABLE_HEAD_BYTES))
+            return accept(f.read(EXECUTABLE_HEAD_BYTES))
     except OSError:
         return False
 

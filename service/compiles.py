@@ -78,7 +78,7 @@ class AllTargetsFailed(KilnError):
 class _Memo:
     """What an all-success answer needs to be rebuilt from the cache alone."""
 
-    head: dict[str, Any]  # graph_digest, input_dialect, functions, compiler
+    head: dict[str, Any]  # graph_digest, input_dialect, functions, compiler[, params]
     keys: tuple[tuple[str, str], ...]  # (normalized target, hex compile key)
 
 
@@ -88,8 +88,11 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
 
 
 def result_json(result: CompileResult) -> dict[str, Any]:
-    """The 200 body of ``/v1/compile``."""
-    return {**result.to_json(), "artifacts": [artifact_json(a) for a in result.artifacts]}
+    """The 200 body of ``/v1/compile``; with weights apart, the archive's URL too."""
+    body = {**result.to_json(), "artifacts": [artifact_json(a) for a in result.artifacts]}
+    if result.params is not None:
+        body["params"] = {**result.params.to_json(), "url": f"/v1/params/{result.params.hex}"}
+    return body
 
 
 class CompileService:
@@ -179,8 +182,9 @@ class CompileService:
         specs: list[TargetSpec],
         opts: CompileOptions,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        graph = await self._thread(partial(self.pipeline.prepare, data, format=format))
-        held = len(graph.mlir)
+        graph = await self._thread(
+            partial(self.pipeline.prepare, data, format=format, params=opts.params))
+        held = len(graph.mlir) + len(graph.params or b"")
         self.prepared.take(held)  # Overloaded: too many large graphs waiting at once
         try:
             return await self._compile_prepared(fp, graph, specs, opts)
@@ -206,7 +210,8 @@ class CompileService:
             raise err
         body = result_json(result)
         if not errors and self.memo_entries:
-            head = {k: body[k] for k in ("graph_digest", "input_dialect", "functions", "compiler")}
+            head = {k: body[k] for k in ("graph_digest", "input_dialect", "functions", "compiler",
+                                         "params") if k in body}
             self._remember(fp, _Memo(head, tuple((a.target, a.key) for a in artifacts)))
         return body, fields
 
@@ -219,6 +224,10 @@ class CompileService:
     def _from_memo(self, fp: str, memo: _Memo) -> dict[str, Any] | None:
         """The answer rebuilt from verified cache hits; None (and the memo dropped) if any entry
         has gone (evicted, corrupt, Redis flushed): the caller then takes the full path."""
+        params = memo.head.get("params")
+        if params is not None and self.cache.blob_path(params["digest"]) is None:
+            self._memo.pop(fp, None)  # the archive was evicted: the full path stores it again
+            return None
         arts = []
         for target, key in memo.keys:
             hit = self.pipeline.lookup(target, key)

@@ -91,8 +91,14 @@ _OptionQuery = Annotated[
     list[Annotated[str, WithJsonSchema({"type": "string", "enum": _QUERY_OPTIONS})]] | None,
     Query(description="raw body only: key=value of an allow-listed option; repeat it"),
 ]
+_PARAMS_QUERY = {
+    "name": "params", "in": "query", "required": False,
+    "schema": {"type": "string", "enum": ["embedded", "external"]},
+    "description": "raw body only: the option params (same as option=params=VALUE): external "
+    "keeps the weights apart from the executables, in one archive (/v1/params/{hex})",
+}
 _COMPILE_BODY = {
-    "parameters": [_RUNTIME_HEADER],
+    "parameters": [_RUNTIME_HEADER, _PARAMS_QUERY],
     "requestBody": {
         "required": True,
         "content": {
@@ -148,11 +154,16 @@ async def _compile_input(
     )
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     options: dict[str, Any] | None
+    params = request.query_params.getlist("params")
     if ctype == "application/octet-stream":
         data, targets, options = body, list(target or []), _query_options(option or [])
         fmt = format
+        if params:
+            if len(params) > 1 or "params" in options:
+                raise InvalidRequest("params given twice (params= and option=params=)")
+            options["params"] = params[0]
     elif ctype in ("application/json", ""):
-        if target or option or format:
+        if target or option or format or params:
             raise InvalidRequest(
                 "query parameters go with a raw (application/octet-stream) body; "
                 "a JSON body carries graph, targets and options itself"
@@ -415,6 +426,59 @@ async def get_provenance(
     env = await anyio.to_thread.run_sync(partial(svc.cache.provenance, hex, key=key))
     if env is None:
         raise NotFound(f"no provenance for sha256:{hex}", detail={"digest": hex, "key": key})
+    return _json(env)
+
+
+_IRPA = {"application/x-iree-irpa": {"schema": {"type": "string", "format": "binary"}}}
+_PARAMS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **_ARTIFACT_RESPONSES,
+    200: {"content": _IRPA, "description": "the parameter archive (.irpa)",
+          "headers": _ARTIFACT_HEADERS},
+    206: {**_ARTIFACT_RESPONSES[206], "content": _IRPA},
+}
+
+
+async def get_params(request: Request, hex: _Hex) -> Response:
+    svc = _service(request)
+    response = svc.params.respond(
+        hex,
+        head=request.method == "HEAD",
+        if_none_match=request.headers.get("if-none-match"),
+        range_header=request.headers.get("range"),
+        if_range=request.headers.get("if-range"),
+    )
+    if response.status_code == 416:
+        note_code(request.scope, "invalid_request")
+    return response
+
+
+for _method, _name, _summary in (
+    ("GET", "get_params", "A parameter archive's bytes (weights apart from code), by the hex "
+     "sha256 of its bytes"),
+    ("HEAD", "head_params", "A parameter archive's size and ETag, without its bytes"),
+):
+    router.add_api_route(
+        "/v1/params/{hex}", get_params, methods=[_method], responses=_PARAMS_RESPONSES,
+        response_class=Response, summary=_summary, operation_id=_name,
+        openapi_extra={"parameters": _ARTIFACT_PARAMETERS},
+    )
+
+
+@router.get(
+    "/v1/params/{hex}/provenance",
+    response_model=DsseEnvelope,
+    responses=error_responses(401, 404, 500, 503),
+    summary="The parameter archive's signed provenance: a DSSE envelope over an in-toto "
+    "Statement v1 (subject: the archive; parameters: the code-only graph digest)",
+    operation_id="get_params_provenance",
+)
+async def get_params_provenance(request: Request, hex: _Hex) -> Response:
+    svc = _service(request)
+    if not _HEX.match(hex):
+        raise NotFound("no such parameter archive: not a lowercase sha256 hex digest")
+    env = await anyio.to_thread.run_sync(partial(svc.cache.provenance, hex))
+    if env is None:
+        raise NotFound(f"no provenance for sha256:{hex}", detail={"digest": hex})
     return _json(env)
 
 

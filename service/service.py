@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
-from kiln.client.runtime import is_executable
+from kiln.client.params import is_archive, is_stored_blob
 from kiln.compiler.pipeline import Pipeline
 from kiln.compiler.workers import WorkerPool, default_pool_size
 from kiln.provenance import Authority, split_paths
@@ -21,7 +21,7 @@ from kiln.targets import describe_targets
 from kiln.targets.options import OPTIONS
 from kiln.targets.toolchain import compiler_identity, iree_compile_path
 
-from .artifacts import ArtifactServer
+from .artifacts import PARAMS_MEDIA_TYPE, ArtifactServer
 from .auth import TokenAuth
 from .compiles import CompileService
 from .jobs import Jobs, job_store
@@ -44,7 +44,7 @@ class Service:
         )
         self.cache: ArtifactCache = open_cache(
             authority=self.authority,
-            accept_blob=is_executable,
+            accept_blob=is_stored_blob,
             cache_dir=self.cache_dir,
             redis_url=s.redis_url,
             s3_url=s.s3_url,
@@ -95,6 +95,10 @@ class Service:
                          retry_after=s.retry_after, **_graph_stash(s, self.queue))
         self.artifacts = ArtifactServer(
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item
+        )
+        self.params = ArtifactServer(  # parameter archives: GET /v1/params/{hex}
+            self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item,
+            media_type=PARAMS_MEDIA_TYPE, accept=is_archive, what="parameter archive",
         )
         metrics.track(
             queue_depth=lambda: compile_pool.queue_depth,

@@ -29,6 +29,7 @@ __all__ = [
     "GraphIn",
     "Health",
     "KeyOut",
+    "ParamsOut",
     "Readiness",
     "TargetErrorOut",
     "TargetsResponse",
@@ -132,6 +133,16 @@ class CompilerOut(BaseModel):
     version: str
 
 
+class ParamsOut(BaseModel):
+    """The weights of a graph compiled with ``params: "external"``: one archive for all targets."""
+
+    digest: str = Field(description="sha256:<hex> of the archive's bytes")
+    size: int = Field(description="bytes")
+    url: str = Field(description="/v1/params/<hex>")
+    scope: Literal["model"] = Field(description="the parameter scope the executables read")
+    format: Literal["irpa"] = Field(description="IREE's parameter archive")
+
+
 class CompileResponse(BaseModel):
     graph_digest: str = Field(description="sha256:<hex> of the graph's canonical form")
     input_dialect: Literal["linalg", "stablehlo", "tosa", "torch", "onnx"]
@@ -139,6 +150,9 @@ class CompileResponse(BaseModel):
     compiler: CompilerOut
     artifacts: list[ArtifactOut]
     errors: list[TargetErrorOut] = Field(description="targets that failed while others succeeded")
+    params: ParamsOut | None = Field(
+        None, description="with options.params external (ONNX): the weights' archive; the "
+        "executables hold code only")
 
 
 class JobProgress(BaseModel):

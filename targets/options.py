@@ -29,10 +29,13 @@ OPTIONS: dict[str, dict[Any, tuple[str, ...]]] = {
     },
     # Flags come from kiln.targets.presets (per target kind and graph), added by the pipeline.
     "preset": {name: () for name in PRESETS},
+    # Where the weights live (docs/caching.md, "Weights apart from code"): in the executable,
+    # or in a parameter archive (.irpa) the runtime binds at load. No flags: the graph differs.
+    "params": {"embedded": (), "external": ()},
 }
 # Values equal to these are dropped when normalizing: asking for the default is not asking for
 # something else (same cache key as not asking).
-DEFAULTS: dict[str, Any] = {"preset": "default"}
+DEFAULTS: dict[str, Any] = {"preset": "default", "params": "embedded"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,11 @@ class CompileOptions:
     @property
     def preset(self) -> str:
         return str(dict(self.items).get("preset", DEFAULTS["preset"]))
+
+    @property
+    def params(self) -> str:
+        """``"embedded"`` (weights in the executable) or ``"external"`` (in an archive)."""
+        return str(dict(self.items).get("params", DEFAULTS["params"]))
 
     def flags(self) -> tuple[str, ...]:
         out: list[str] = []

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from kiln.cache import ArtifactCache
     from kiln.cache.key import CompileKey
 
-__all__ = ["MAX_TARGETS", "Artifact", "CompileResult", "Pipeline", "TargetError"]
+__all__ = ["MAX_TARGETS", "Artifact", "CompileResult", "Params", "Pipeline", "TargetError"]
 
 MAX_TARGETS = 16
 
@@ -102,6 +102,35 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class Params:
+    """The parameter archive of a graph compiled with ``params: "external"``: its weights, one
+    ``.irpa`` for every target (the executables hold code only)."""
+
+    digest: str  # "sha256:<hex>" of the archive's bytes
+    size: int
+    scope: str = "model"
+    #: The bytes when there is no cache to read them from; else ``data`` reads them.
+    _data: bytes | None = field(default=None, repr=False, compare=False)
+    _load: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def data(self) -> bytes:
+        """The archive's bytes (held, or read from the cache and checked against ``digest``)."""
+        if self._data is not None:
+            return self._data
+        if self._load is None:  # pragma: no cover - every Params the engine makes has one
+            raise KilnError(f"the parameter archive {self.digest} is not available")
+        return self._load(self.digest)
+
+    @property
+    def hex(self) -> str:
+        return self.digest.split(":", 1)[1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"digest": self.digest, "size": self.size, "scope": self.scope, "format": "irpa"}
+
+
+@dataclass(frozen=True)
 class TargetError:
     target: str
     error: KilnError
@@ -119,9 +148,11 @@ class CompileResult:
     artifacts: list[Artifact]
     errors: list[TargetError]
     signatures: tuple[FunctionSignature, ...] = ()  # the public functions' types, as imported
+    #: The weights' archive (option ``params: "external"`` on an ONNX model), else None.
+    params: Params | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "graph_digest": self.graph_digest,
             "input_dialect": self.input_dialect.value,
             "functions": list(self.functions),
@@ -130,6 +161,9 @@ class CompileResult:
             "artifacts": [a.to_json() for a in self.artifacts],
             "errors": [e.to_json() for e in self.errors],
         }
+        if self.params is not None:
+            out["params"] = self.params.to_json()
+        return out
 
 
 def parse_targets(targets: Sequence[str]) -> list[TargetSpec]:
@@ -197,12 +231,15 @@ class Pipeline:
     # -- stages ----------------------------------------------------------------------------
 
     def prepare(
-        self, data: bytes, *, format: str | None = None, external_data_dir: str | None = None
+        self, data: bytes, *, format: str | None = None, external_data_dir: str | None = None,
+        params: str = "embedded",
     ) -> PreparedGraph:
-        """Detect, import, verify and canonicalize ``data`` in a worker (``invalid_graph``)."""
+        """Detect, import, verify and canonicalize ``data`` in a worker (``invalid_graph``).
+        ``params="external"``: weights apart (``PreparedGraph.params``; ``invalid_request`` for
+        MLIR holding its weights inline)."""
         try:
             graph: PreparedGraph = self.prepare_pool.run(
-                PrepareJob(data, format, external_data_dir),
+                PrepareJob(data, format, external_data_dir, params),
                 timeout=self.prepare_timeout,
                 command_hint=["kiln-import"],
             )
@@ -305,6 +342,18 @@ class Pipeline:
         return self._artifact(spec.target, ckey.digest(), res.record, cached=res.cached,
                               data=held[0] if held and not res.cached else None)
 
+    def store_params(self, graph: PreparedGraph) -> Params | None:
+        """Keep the graph's parameter archive (in the cache, beside the executables; signed
+        there), or None when it has none. Stored on every compile that produces it, so a
+        compile answer never names an archive the cache has dropped."""
+        if graph.params is None:
+            return None
+        data = graph.params
+        if self.cache is None:
+            return Params("sha256:" + hashlib.sha256(data).hexdigest(), len(data), _data=data)
+        digest = self.cache.put_params(data, graph_digest=graph.digest)
+        return Params(digest, len(data), _load=self.cache.read_blob)
+
     def lookup(self, target: str, key: str) -> Artifact | None:
         """The cached artifact under a known compile key (verified), or None."""
         if self.cache is None:
@@ -345,7 +394,8 @@ class Pipeline:
     ) -> CompileResult:
         specs = parse_targets(targets)
         opts = normalize_options(options)
-        graph = self.prepare(data, format=format, external_data_dir=external_data_dir)
+        graph = self.prepare(data, format=format, external_data_dir=external_data_dir,
+                             params=opts.params)
         return self.compile_graph(graph, specs, opts)
 
     def compile_graph(
@@ -365,6 +415,7 @@ class Pipeline:
                 self._remember_failure(fkey, exc)
                 raise
 
+        params = self.store_params(graph)
         # Each target runs in the caller's context (the fair queue's client is a context variable).
         futures = [self._fanout.submit(contextvars.copy_context().run, one, spec) for spec in specs]
         artifacts: list[Artifact] = []
@@ -382,6 +433,7 @@ class Pipeline:
             compiler=self.compiler,
             artifacts=artifacts,
             errors=errors,
+            params=params,
         )
 
     def _failure(self, fkey: tuple[str, str, str]) -> CompileError | None:
