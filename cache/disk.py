@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from kiln.files import TMP_PREFIX, atomic_write
+from kiln.files import TMP_PREFIX, atomic_write, cache_home
 
 from .key import normalize_digest
 from .store import blob_digest, check_blob, decode_record, encode_record
@@ -69,17 +69,8 @@ os.umask(_UMASK)
 
 def default_cache_dir() -> Path:
     """``$KILN_CACHE_DIR``, else the platform user cache dir + ``kiln`` (``~/.cache/kiln`` on
-    Linux, honouring ``$XDG_CACHE_HOME``)."""
-    env = os.environ.get("KILN_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "kiln"
-    if os.name == "nt":  # pragma: no cover - fcntl makes this POSIX-only today
-        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "kiln" / "Cache"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "kiln"
+    Linux, honouring ``$XDG_CACHE_HOME``): ``kiln.files.cache_home()``."""
+    return cache_home("compile")
 
 
 def _hex(digest: str) -> str:

@@ -71,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=parse_size,
         default=None,
         metavar="SIZE",
-        help="bound for the disk cache, e.g. 500M or 20G (default: KILN_CACHE_MAX_SIZE)",
+        help="bound for the disk cache, e.g. 500M or 20G (default: KILN_CACHE_MAX_BYTES)",
     )
     return p
 
@@ -135,11 +135,17 @@ def _verify(cache: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 def _gc(cache: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     bound = args.max_size
-    if bound is None and os.environ.get("KILN_CACHE_MAX_SIZE"):
+    # One name for the bound: the daemon's KILN_CACHE_MAX_BYTES (a size such as 20G or bytes).
+    # KILN_CACHE_MAX_SIZE, its old name here, still works and says so.
+    for var in ("KILN_CACHE_MAX_BYTES", "KILN_CACHE_MAX_SIZE"):
+        if bound is not None or not os.environ.get(var):
+            continue
+        if var == "KILN_CACHE_MAX_SIZE":
+            print("kiln: KILN_CACHE_MAX_SIZE is the old name of KILN_CACHE_MAX_BYTES", file=err)
         try:
-            bound = parse_size(os.environ["KILN_CACHE_MAX_SIZE"])
+            bound = parse_size(os.environ[var])
         except argparse.ArgumentTypeError as exc:
-            print(f"kiln: invalid_request: KILN_CACHE_MAX_SIZE: {exc}", file=err)
+            print(f"kiln: invalid_request: {var}: {exc}", file=err)
             return 2
     rep = cache.gc(bound)
     swept = 0
