@@ -12,7 +12,7 @@ Failure semantics:
 | what happens | the job |
 |---|---|
 | the compile fails or times out | every waiter gets that error (kept ``failure_ttl`` s) |
-| the worker is SIGKILLed mid-compile | redelivered to another worker after the visibility timeout; the dead worker's lease has expired by then (``lease_seconds``), so it compiles at once |
+| the worker is SIGKILLed mid-compile | its heartbeat (every second) stops; within ``HEARTBEAT_TTL`` + 2 s another worker's reaper puts the messages the dead one had received back on their queue, and a worker takes them; the dead worker's lease runs out after ``lease_seconds``. Without a live worker, the visibility timeout hands them out again |
 | Redis restarts | Celery reconnects; a result built meanwhile stays on the local disk and is copied to Redis when it answers (the task is acknowledged only then) |
 | this worker's compiler differs from the API replica's | refused, since the key would not describe the executable: the waiters get that error (kept 5 s) |
 
@@ -41,6 +41,8 @@ from kiln.errors import CacheUnavailable, CompileError, InsufficientStorage, Kil
 
 from .queue import (
     COMPILES_KEY,
+    PREFIX,
+    WORKERS_KEY,
     GraphStash,
     announce_done,
     celery_app,
@@ -53,6 +55,12 @@ from .types import CompileTask, graph_from_json, queues_for
 __all__ = ["WorkerSettings", "guard_process_group", "run_worker"]
 
 log = logging.getLogger("kiln.worker")
+
+#: Seconds without a heartbeat after which a worker counts as dead (it beats every second).
+HEARTBEAT_TTL = 4
+_KNOWN = PREFIX + "cluster:workers"  # set of worker names
+_RUNNING = PREFIX + "cluster:running:"  # + name -> set of Celery task ids received
+_UNACKED = PREFIX + "celery:unacked"  # kombu's hash: delivery tag -> [message, exchange, key]
 
 
 @dataclass(frozen=True)
@@ -203,32 +211,91 @@ class WorkerRuntime:
 
     # -- life --------------------------------------------------------------------------------
 
-    def heartbeat(self, queues: list[str]) -> None:
-        """Every 5 s: ``kiln:v1:cluster:worker:<name>`` (expires after 15 s) for the operator."""
+    def received(self, task_id: str) -> None:
+        """A message of ours: noted so that a reaper can requeue it if this worker dies."""
+        self._retry_redis(lambda: self.client.sadd(_RUNNING + self.settings.name, task_id))
+
+    def finished(self, task_id: str) -> None:
+        try:
+            self.client.srem(_RUNNING + self.settings.name, task_id)
+        except redis.RedisError:
+            pass  # a stale entry: requeued only if this worker dies, and then a cache hit
+
+    def heartbeat(self, queues: list[str], app: Any) -> None:
+        """Every second: ``kiln:v1:cluster:worker:<name>`` (expires after ``HEARTBEAT_TTL``),
+        then reap: requeue what dead workers had received."""
         s = self.settings
         started = time.time()
+        alive_since = [0.0]
 
         def beat() -> None:
-            while not self._stop.wait(5.0):
-                self._beat(s, queues, started)
+            while not self._stop.wait(1.0):
+                if self._beat(s, queues, started):
+                    alive_since[0] = alive_since[0] or time.monotonic()
+                else:
+                    alive_since[0] = 0.0
+                # Judge others only after beating steadily ourselves (after a Redis outage
+                # every heartbeat may have lapsed at once).
+                if alive_since[0] and time.monotonic() - alive_since[0] > 2 * HEARTBEAT_TTL:
+                    try:
+                        self.reap(app)
+                    except Exception as exc:  # retried in a second
+                        log.warning(json.dumps({"event": "reap_failed", "error": str(exc)}))
 
         self._beat(s, queues, started)
         threading.Thread(target=beat, name="kiln-heartbeat", daemon=True).start()
 
-    def _beat(self, s: WorkerSettings, queues: list[str], started: float) -> None:
+    def _beat(self, s: WorkerSettings, queues: list[str], started: float) -> bool:
         try:
             worker_heartbeat(self.client, s.name, {
                 "name": s.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "queues": queues, "concurrency": s.concurrency, "started": started,
                 "compiles": self.compiles, "busy": self.pipeline.pool.in_flight,
-            }, ttl=15)
+            }, ttl=HEARTBEAT_TTL)
+            self.client.sadd(_KNOWN, s.name)
+            return True
         except redis.RedisError:
-            pass
+            return False
+
+    def reap(self, app: Any) -> int:
+        """Put the messages that dead workers had received back at the head of their queues
+        (kombu's own restore: the message leaves the unacknowledged set and is pushed back in
+        one transaction, so two reapers never both requeue it). Returns how many."""
+        restored = 0
+        for raw_name in self.client.smembers(_KNOWN):
+            name = raw_name.decode() if isinstance(raw_name, bytes) else str(raw_name)
+            if name == self.settings.name or self.client.exists(WORKERS_KEY + name):
+                continue
+            ids = {i.decode() if isinstance(i, bytes) else str(i)
+                   for i in self.client.smembers(_RUNNING + name)}
+            if ids:
+                tags = [tag for tag, raw in self.client.hscan_iter(_UNACKED)
+                        if _task_id(raw) in ids]
+                if tags:
+                    with app.connection_for_write() as conn:
+                        qos = conn.default_channel.qos
+                        for tag in tags:
+                            qos.restore_by_tag(tag.decode() if isinstance(tag, bytes) else tag,
+                                               leftmost=True)
+                    restored += len(tags)
+                    log.info(json.dumps({"event": "requeued", "dead_worker": name,
+                                         "messages": len(tags)}))
+            self.client.delete(_RUNNING + name)
+            self.client.srem(_KNOWN, name)
+        return restored
 
     def close(self) -> None:
         self._stop.set()
         self.pipeline.close()
         self.cache.close()
+
+
+def _task_id(raw: bytes | str) -> str | None:
+    try:
+        message = json.loads(raw)[0]
+        return str(message["headers"]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def guard_process_group() -> None:
@@ -271,13 +338,23 @@ def run_worker(s: WorkerSettings) -> int:
     app = celery_app(s.redis_url, visibility_timeout=s.visibility)
 
     @app.task(  # type: ignore[untyped-decorator]
-        name="kiln.compile", acks_late=True, reject_on_worker_lost=True,
-              ignore_result=True)
-    def compile_task(payload: dict[str, Any]) -> None:
-        runtime.run(payload)
+        name="kiln.compile", bind=True, acks_late=True, reject_on_worker_lost=True,
+        ignore_result=True)
+    def compile_task(self: Any, payload: dict[str, Any]) -> None:
+        try:
+            runtime.run(payload)
+        finally:
+            runtime.finished(self.request.id)
 
+    from celery.signals import task_received
+
+    def on_received(sender: Any = None, request: Any = None, **_kw: Any) -> None:
+        if request is not None:
+            runtime.received(request.id)
+
+    task_received.connect(on_received, weak=False)
     runtime.pipeline.pool.start()
-    runtime.heartbeat(queues)
+    runtime.heartbeat(queues, app)
     log.info(json.dumps({"event": "worker_ready", "name": s.name, "queues": queues,
                          "concurrency": s.concurrency, "pid": os.getpid(),
                          "visibility_timeout": s.visibility}))
