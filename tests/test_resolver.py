@@ -159,6 +159,25 @@ def test_device_names_are_read_with_the_target_kinds_own_tables(
     assert resolver._vulkan_target(name) == vulkan
 
 
+@pytest.mark.parametrize(
+    ("name", "cuda", "vulkan"),
+    [
+        ("NVIDIA GeForce RTX 3080", "sm_86", "vulkan:ampere"),
+        ("NVIDIA GeForce RTX 2070 SUPER", "sm_75", "vulkan:turing"),
+        ("NVIDIA RTX 4000 Ada Generation", "sm_89", "vulkan:ada"),
+        ("AMD Radeon RX 7600 (RADV NAVI33)", None, "vulkan:rdna3"),
+        ("AMD Radeon RX 6800 XT", None, "vulkan:rdna2"),
+        ("Mali-G52 MC2", None, "vulkan:valhall1"),
+        ("Mali-G710 MC10", None, "vulkan:valhall4"),
+    ],
+)
+def test_product_series_without_an_alias_still_resolve(
+    name: str, cuda: str | None, vulkan: str
+) -> None:
+    assert resolver._cuda_arch(99, name) == cuda  # no libcuda here: read from the name
+    assert resolver._vulkan_target(name) == vulkan
+
+
 def test_every_product_alias_of_the_targets_is_a_device_name_the_resolver_knows() -> None:
     # One table: a product added to kiln.targets.cuda/rocm ALIASES is recognised here too.
     from kiln.targets import cuda, rocm

@@ -360,6 +360,24 @@ _GFX_PROFILES = (("gfx12", "rdna4"), ("gfx11", "rdna3"), ("gfx103", "rdna2"), ("
                  ("gfx94", "cdna3"))
 
 
+# Product *series* the alias tables cannot list one by one (an alias names one product): a
+# GeForce RTX 3080 is an sm_86 part like the rtx3090 alias, an RX 7600 is RDNA3, a Mali-G52 is
+# older than the G71+/G6xx+ the ``mali`` alias means. CUDA: tried when no alias matches; Vulkan:
+# first (a series says more than a family alias in the same name).
+_SERIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "cuda": ((r"RTX 50\d\d", "sm_120"), (r"RTX 40\d\d|RTX \d+ Ada", "sm_89"),
+             (r"RTX 30\d\d|RTX A\d+", "sm_86"), (r"RTX 20\d\d|Quadro RTX|GTX 16\d\d", "sm_75"),
+             (r"GTX 10\d\d", "sm_61")),
+    "vulkan": ((r"RX 9\d{3}", "rdna4"), (r"RX 7\d{3}", "rdna3"), (r"RX 6\d{3}", "rdna2"),
+               (r"RX 5\d{3}", "rdna1"), (r"Mali-G(?:7[1-9]|[6-9]\d\d|\d{3,})|Immortalis", "valhall4"),
+               (r"Mali", "valhall1")),
+}
+
+
+def _series(name: str, kind: str) -> str | None:
+    return next((arch for pattern, arch in _SERIES[kind] if re.search(pattern, name)), None)
+
+
 def _kind_tables(kind: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """(archs, aliases) of a target kind: pure-Python tables, there without the compiler."""
     _cpu_kind()  # the whole registry first (see _cpu_kind)
@@ -400,7 +418,7 @@ def _cuda_arch(index: int, name: str) -> str | None:
             return f"sm_{major.value}{minor.value}"
     except (OSError, AttributeError):
         pass
-    return _product(name, "cuda")
+    return _product(name, "cuda") or _series(name, "cuda")
 
 
 def _hip_archs() -> list[str]:
@@ -423,9 +441,10 @@ def _vulkan_target(name: str) -> str:
     """The Vulkan profile for a device name: named outright (``llvmpipe``, ``adreno``, an alias
     such as ``mali``), else the generation of the CUDA or ROCm arch the name says; else the
     portable default profile."""
-    profile = _product(name, "vulkan")
+    # A series (Mali-G52) says more than a family alias (``mali``) found in the same name.
+    profile = _series(name, "vulkan") or _product(name, "vulkan")
     if profile is None:
-        sm, gfx = _product(name, "cuda"), _product(name, "rocm")
+        sm, gfx = _product(name, "cuda") or _series(name, "cuda"), _product(name, "rocm")
         table, arch = (_SM_PROFILES, sm) if sm else (_GFX_PROFILES, gfx)
         profile = next((p for prefix, p in table if arch and arch.startswith(prefix)), None)
     return f"vulkan:{profile}" if profile and profile != "generic" else "vulkan"
