@@ -2,7 +2,8 @@
 # Set up a fresh machine for Kiln, and nothing more:
 #   1. Debian packages the tests use (Vulkan loader + Mesa lavapipe, redis-server, nginx-light
 #      for the nginx-front test, and — with the test extra — OpenStack Swift with memcached: the
-#      S3 store tests/swift.py starts), installed with apt-get only when missing;
+#      S3 store tests/swift.py starts, and Chromium: the status page's headless screenshot test),
+#      installed with apt-get only when missing;
 #   2. a virtual environment (.venv, or $KILN_VENV) with Kiln and its dependencies.
 # Used by the README, scripts/test.sh and the Dockerfile (KILN_BOOTSTRAP_APT=0 skips step 1 when
 # the image installs the packages itself). Idempotent: a second run changes nothing.
@@ -19,9 +20,11 @@ if [ "${KILN_BOOTSTRAP_APT:-1}" = "1" ]; then
   for pkg in mesa-vulkan-drivers libvulkan1 redis-server nginx-light; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
-  # For the tests only, so not in the daemon image: Swift (with its s3api) and memcached.
+  # For the tests only, so not in the daemon image: Swift (with its s3api) and memcached, and
+  # Chromium (tests/test_status_page.py screenshots the status page headless).
   if [[ ",$EXTRAS," == *,test,* ]]; then
-    for test_pkg in swift swift-proxy swift-account swift-container swift-object memcached; do
+    for test_pkg in swift swift-proxy swift-account swift-container swift-object memcached \
+                    chromium; do
       dpkg-query -W -f='${Status}' "$test_pkg" 2>/dev/null | grep -q "install ok installed" \
         || missing+=("$test_pkg")
     done

@@ -28,6 +28,7 @@ from .openapi import install_openapi
 from .routes import router
 from .service import Service
 from .settings import Settings
+from .status import install_status
 
 __all__ = ["app_from_env", "create_app"]
 
@@ -57,8 +58,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Tensor graphs in (ONNX, MLIR), IREE executables out.",
         description=(
             "Every error answers `{\"error\": {\"code\", \"message\", \"detail\"}}` "
-            "(schema ErrorEnvelope). With tokens configured every route but /healthz and "
-            "/readyz needs `Authorization: Bearer <token>`."
+            "(schema ErrorEnvelope). With tokens configured every route but /healthz, "
+            "/readyz and the status page (/, /login) needs `Authorization: Bearer <token>`."
         ),
         lifespan=lifespan,
         # No 307 to a path's slashed twin: Starlette builds that Location from the Host header
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(router)
+    page = install_status(app, auth=auth)
     docs = install_openapi(app, auth=auth.enabled)
     app.add_middleware(
         KilnMiddleware,
@@ -78,7 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=metrics,
         max_request_bytes=settings.max_request_bytes,
         access_log=settings.access_log,
-        routes=[*router.routes, *docs.routes],
+        routes=[*router.routes, *page.routes, *docs.routes],
     )
     return app
 

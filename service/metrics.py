@@ -16,18 +16,28 @@ several apps in one process — tests — do not collide).
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
-never raises.
+never raises. The same hooks feed ``activity``, the status page's per-minute counts and recent
+compiles (service/status.py).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from .status import Activity
+
+if TYPE_CHECKING:
+    from kiln.compiler.pipeline import CompileResult
+
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+log = logging.getLogger("kiln.service")
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
 
@@ -73,6 +83,7 @@ class Metrics:
         )
         info = Gauge("kiln_process_info", "The process answering", ["pid"], registry=r)
         info.labels(str(os.getpid())).set(1)
+        self.activity = Activity()
 
     def on_compile(self, kind: str, outcome: str, seconds: float) -> None:
         """``Pipeline.on_compile`` hook; ``rejected`` (queue full) ran no compiler: not counted."""
@@ -80,17 +91,26 @@ class Metrics:
             return
         self.compiles.labels(kind, outcome).inc()
         self.compile_seconds.labels(kind).observe(seconds)
+        self.activity.compiled(outcome)
 
     def on_cache_event(self, event: str) -> None:
         """``ArtifactCache.metrics_hook``."""
         if event in ("hit", "miss"):
             self.cache_requests.labels(event).inc()
+            self.activity.looked_up(event)
         elif event == "redis_error":
             self.redis_errors.inc()
         elif event == "corrupt":
             self.corrupt.inc()
         elif event == "forged":
             self.forged.inc()
+
+    def on_result(self, result: CompileResult, seconds: float) -> None:
+        """``Pipeline.on_result`` hook: each target's answer, for the status page."""
+        try:
+            self.activity.answered(result, seconds)
+        except Exception:  # a status page must never fail a compile
+            log.exception("status page: could not record a compile result")
 
     def track(
         self,

@@ -5,8 +5,9 @@ The document is FastAPI's, completed where FastAPI cannot see the API:
 * ``POST /v1/compile`` reads its body itself (JSON or raw bytes), so the models of the JSON form
   (``CompileRequest`` and what it refers to) are added to ``components.schemas``: every ``$ref``
   in the document resolves;
-* with tokens configured, a bearer ``securityScheme`` and, on every operation but the probes,
-  the requirement to use it (without tokens the server asks for none, and the document says so).
+* with tokens configured, a bearer ``securityScheme`` and, on every operation but the probes
+  and the status page (which signs in with a form, service/status.py), the requirement to use
+  it (without tokens the server asks for none, and the document says so).
 
 Swagger UI's script and stylesheet are served from ``service/static/swagger-ui/`` (Swagger UI
 5, vendored with its license; its README says where from and how to update it), never from a
@@ -27,7 +28,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from kiln.errors import NotFound
 
-from .auth import OPEN_PATHS
+from .auth import OPEN_PATHS, PAGE_PATHS
 from .types import CompileRequest
 
 __all__ = ["SWAGGER_UI", "build_openapi", "install_openapi"]
@@ -69,7 +70,7 @@ def build_openapi(app: FastAPI, *, auth: bool) -> dict[str, Any]:
                        "description": "one of the server's tokens (KILN_TOKENS, KILN_TOKENS_FILE)"}
         }
         for path, ops in doc["paths"].items():
-            if path in OPEN_PATHS:
+            if path in OPEN_PATHS or path in PAGE_PATHS:
                 continue
             for op in ops.values():
                 op["security"] = [{"bearer": []}]

@@ -85,6 +85,7 @@ class Service:
                 failure_ttl=s.failure_ttl, fanout_threads=256,
             )
         self.pipeline.on_compile = metrics.on_compile
+        self.pipeline.on_result = metrics.on_result
         self.compiles = CompileService(
             pipeline=self.pipeline,
             retry_after=s.retry_after,

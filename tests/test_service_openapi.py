@@ -37,7 +37,11 @@ ROUTES = {
     "/healthz": {"get", "head"},
     "/readyz": {"get", "head"},
     "/metrics": {"get", "head"},
+    "/": {"get"},
+    "/login": {"post"},
 }
+#: The status page (HTML for a browser; it signs in with a form, not the bearer header).
+PAGE = {"/", "/login"}
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 
 
@@ -91,15 +95,17 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     for path, ops in paths.items():
         for method, op in ops.items():
             assert op.get("summary"), (method, path)
-            assert {"200", "202"} & set(op["responses"]), (method, path)
+            assert {"200", "202", "303"} & set(op["responses"]), (method, path)
             for status, resp in op["responses"].items():
-                if int(status) >= 400:
+                if path in PAGE and status in ("200", "303", "400", "403"):
+                    assert set(resp["content"]) == {"text/html"}, (method, path, status)
+                elif int(status) >= 400:
                     schema = resp["content"]["application/json"]["schema"]
                     assert schema == ENVELOPE, (method, path, status)
             # Validation errors are 400 in the envelope: FastAPI's 422 body is nowhere.
             assert "HTTPValidationError" not in json.dumps(op)
-            # With tokens configured, every route but the probes asks for one.
-            wants_token = path not in ("/healthz", "/readyz")
+            # With tokens configured, every route but the probes and the page asks for one.
+            wants_token = path not in ("/healthz", "/readyz", *PAGE)
             assert ("security" in op) is wants_token, (method, path)
             assert ("401" in op["responses"]) is wants_token, (method, path)
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

@@ -223,6 +223,9 @@ class Pipeline:
         )
         self.on_compile: Callable[[str, str, float], None] | None = None  # (kind, outcome, s)
         # outcome: ok | error | timeout | rejected (compile queue full: no compiler ran)
+        #: Called with each ``compile_graph`` result and its wall time in seconds (the service's
+        #: status page lists them); must not block or raise.
+        self.on_result: Callable[[CompileResult, float], None] | None = None
 
     @property
     def compiler(self) -> CompilerIdentity:
@@ -403,6 +406,7 @@ class Pipeline:
     ) -> CompileResult:
         """Every target of a prepared graph, in parallel; per-target errors collected."""
         okey = json.dumps(options.to_json(), sort_keys=True)
+        t0 = time.perf_counter()
 
         def one(spec: TargetSpec) -> Artifact:
             fkey = (graph.digest, spec.target, okey)
@@ -425,7 +429,7 @@ class Pipeline:
                 artifacts.append(fut.result())
             except KilnError as exc:
                 errors.append(TargetError(spec.target, exc))
-        return CompileResult(
+        result = CompileResult(
             graph_digest=graph.digest,
             input_dialect=graph.input_dialect,
             functions=graph.functions,
@@ -435,6 +439,9 @@ class Pipeline:
             errors=errors,
             params=params,
         )
+        if self.on_result is not None:
+            self.on_result(result, time.perf_counter() - t0)
+        return result
 
     def _failure(self, fkey: tuple[str, str, str]) -> CompileError | None:
         """The remembered error for ``fkey`` (a copy saying so), or None."""
