@@ -271,7 +271,7 @@ class Jobs:
             return same
         pipeline = self.compiles.pipeline
         graph: PreparedGraph = await anyio.to_thread.run_sync(
-            partial(pipeline.prepare, data, format=format, params=opts.params))
+            partial(pipeline.prepare, data, format=format))
         ref = await anyio.to_thread.run_sync(partial(self.stash, graph.mlir)) \
             if self.stash is not None else None
         from kiln.cluster.types import graph_to_json
@@ -397,18 +397,15 @@ class Jobs:
                 for fut in finished:
                     spec = pending.pop(fut)
                     results[spec.target] = fut.result()
-                if pending:  # the last one is written together with the outcome
-                    await self._update(doc, progress={"targets_done": len(results),
-                                                      "targets_total": len(specs)})
+                await self._update(doc, progress={"targets_done": len(results),
+                                                  "targets_total": len(specs)})
             merged = CompileResult(
                 graph_digest=graph.digest, input_dialect=graph.input_dialect,
                 functions=graph.functions, signatures=graph.signatures,
                 compiler=self.compiles.pipeline.compiler,
                 artifacts=[a for s in specs for a in results[s.target].artifacts],
                 errors=[e for s in specs for e in results[s.target].errors],
-                params=next((r.params for r in results.values() if r.params), None),
             )
-            doc["progress"] = {"targets_done": len(specs), "targets_total": len(specs)}
             if merged.artifacts:
                 await self._update(doc, state="done", result=result_json(merged), final=plan)
             else:

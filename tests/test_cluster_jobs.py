@@ -89,18 +89,15 @@ class Worker:
     log_path: Path
 
     @classmethod
-    def start(cls, root: Path, name: str, redis_url: str, key_file: Path, *,
-              cpu: int | None = None) -> Worker:
-        """Start and wait until it consumes; ``cpu``: pinned to that core (taskset)."""
+    def start(cls, root: Path, name: str, redis_url: str, key_file: Path) -> Worker:
         root.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
         env.update(KILN_SIGNING_KEY_FILE=str(key_file), TMPDIR=str(root),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
         log_path = root / f"{name}.log"
         with open(log_path, "wb") as log:
-            pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
             proc = subprocess.Popen(
-                [*pin, sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
+                [sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
                  "--cache-dir", str(root / "cache"), "--concurrency", "1", "--name", name,
                  "--visibility-timeout", str(VISIBILITY), "--lease-seconds", "3",
                  "--compile-timeout", "120"],

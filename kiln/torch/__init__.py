@@ -13,13 +13,16 @@ tensors, so a model with other weight values reuses the same compiled executable
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kiln.torch import dynamo as _dynamo  # noqa: F401 - registers backend="kiln"
 from kiln.torch.compiled import CompiledModule
 from kiln.torch.importer import ExportError, export_program, import_program
+
+if TYPE_CHECKING:
+    from kiln import Client
 
 __all__ = ["CompiledModule", "ExportError", "compile", "export"]
 
@@ -44,7 +47,7 @@ def compile(
     module: torch.nn.Module,
     example_args: Sequence[Any],
     *,
-    server: str | None = None,
+    server: str | Client | None = None,
     device: str = "auto",
     target: str | None = None,
     dynamic_shapes: Any = None,
@@ -55,7 +58,8 @@ def compile(
     out (DLPack, no copies on the CPU drivers).
 
     ``server=None`` compiles in this process (``kiln.Pipeline`` on the shared disk cache), a URL
-    on that Kiln server. ``device``: ``"auto"`` (the best device here, CPU last), ``"cpu"``,
+    on that Kiln server, a ``kiln.Client`` through that client (its token, trusted keys and
+    local cache). ``device``: ``"auto"`` (the best device here, CPU last), ``"cpu"``,
     ``"vulkan"``, ...; ``target`` names one target instead. ``driver`` overrides the runtime
     driver (``"local-sync"`` runs a CPU target on the calling thread: the least overhead per
     call for small models). Weights are read from ``module`` at each call and re-bound when

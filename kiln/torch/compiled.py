@@ -27,7 +27,7 @@ import torch
 from kiln.errors import KilnError
 from kiln.torch.runtime import Executable
 
-__all__ = ["CompiledModule", "Loaded", "WeightSet", "compile_mlir", "load"]
+__all__ = ["CompiledModule", "Loaded", "WeightSet", "compile_mlir", "load", "rebuild"]
 
 _DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip",
             "metal": "metal"}
@@ -60,16 +60,18 @@ def _client(url: str) -> Any:
         return _CLIENTS[url]
 
 
-def compile_mlir(mlir: str, target: str, *, server: str | None = None) -> bytes:
-    """The executable of ``mlir`` for ``target``: in-process (``server=None``) or on ``server``.
-    Raises the Kiln error of the failed compile (``CompileError``, ``UnsupportedTarget``...)."""
+def compile_mlir(mlir: str, target: str, *, server: Any = None) -> bytes:
+    """The executable of ``mlir`` for ``target``: in-process (``server=None``), on the server at
+    a URL, or through a ``kiln.Client`` (one with a token or trusted keys). Raises the Kiln
+    error of the failed compile (``CompileError``, ``UnsupportedTarget``...)."""
     data = mlir.encode("utf-8")
     if server is None:
         res = _pipeline().compile(data, targets=[target], format="mlir")
         if res.errors:
             raise res.errors[0].error
         return bytes(res.artifacts[0].data)
-    blob, _ = _client(server).artifact(data, target, format="mlir")
+    client = _client(server) if isinstance(server, str) else server
+    blob, _ = client.artifact(data, target, format="mlir")
     return bytes(blob)
 
 
@@ -91,7 +93,7 @@ class Loaded:
     fallbacks: list[tuple[str, str]]  # (target, why) for each candidate skipped
 
 
-def load(mlir: str, *, server: str | None, device: str, target: str | None,
+def load(mlir: str, *, server: Any, device: str, target: str | None,
          driver: str | None = None) -> Loaded:
     """Compile and load ``mlir`` for the first candidate that works. ``driver`` overrides the
     runtime driver (e.g. ``local-sync`` for a CPU target: no worker threads, the least per-call
@@ -183,12 +185,39 @@ class CompiledModule:
                 sources.append(_constant(t))
         self.weights = WeightSet(list(exported.params), sources)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from torch.utils import _pytree as pytree
+        # Positional tensors only, every one an input: no flattening per call.
+        n = len(users)
+        self._positional = (self._take == list(range(n))
+                            and self._in_spec == _spec_of(((0,) * n, {})))
+        self._rebuild = rebuild(self._out_spec)
 
-        flat, spec = pytree.tree_flatten((args, kwargs))
-        if self._in_spec is not None and spec != self._in_spec:
-            raise TypeError(f"the arguments' structure differs from the example's: {spec}")
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._positional and not kwargs and all(type(a) is torch.Tensor for a in args):
+            inputs: Sequence[Any] = args
+        else:
+            from torch.utils import _pytree as pytree
+
+            flat, spec = pytree.tree_flatten((args, kwargs))
+            if spec != self._in_spec:
+                raise TypeError(f"the arguments' structure differs from the example's: {spec}")
+            inputs = [flat[i] for i in self._take]
         self.weights.sync(self._exe)
-        outs = self._exe([flat[i] for i in self._take])
-        return pytree.tree_unflatten(outs, self._out_spec) if self._out_spec else outs
+        return self._rebuild(self._exe(inputs))
+
+
+def _spec_of(tree: Any) -> Any:
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_flatten(tree)[1]
+
+
+def rebuild(spec: Any) -> Callable[[list[torch.Tensor]], Any]:
+    """The function from an executable's flat results to ``spec``'s structure (one tensor and a
+    tuple of tensors without pytree's general walk)."""
+    if spec == _spec_of(0):
+        return lambda outs: outs[0]
+    if spec == _spec_of(tuple(range(spec.num_leaves))):
+        return tuple
+    from torch.utils import _pytree as pytree
+
+    return lambda outs: pytree.tree_unflatten(outs, spec)

@@ -4,7 +4,8 @@ Registered through the ``torch_dynamo_backends`` entry point (``kiln = kiln.torc
 kiln_backend``); importing ``kiln.torch.dynamo`` registers it too where the package metadata
 lacks the entry point (a source checkout on ``sys.path``).
 
-Options: ``server`` (None: compile in this process; a URL: on that Kiln server), ``device``
+Options: ``server`` (None: compile in this process; a URL: on that Kiln server; a
+``kiln.Client``: through that client, e.g. one with a token), ``device``
 (``"auto"``, ``"cpu"``, ``"vulkan"``, ...), ``target`` (one target instead of ``device``),
 ``driver`` (the runtime driver, e.g. ``"local-sync"``).
 
@@ -177,21 +178,18 @@ class _Compiled:
 
     def __init__(self, plan: _Plan, exe: Any, out_spec: Any,
                  fixed: Mapping[str, torch.Tensor]) -> None:
-        from kiln.torch.compiled import WeightSet
+        from kiln.torch.compiled import WeightSet, rebuild
 
         self._weights = [i for i, _ in plan.weights]
         self._fixed = list(fixed.values())  # tensors of the graph's own submodules
         self._inputs = plan.inputs
         self._exe = exe
-        self._out_spec = out_spec
+        self._rebuild = rebuild(out_spec)
         self.weights = WeightSet([name for _, name in plan.weights] + list(fixed))
 
     def __call__(self, *args: Any) -> Any:
-        from torch.utils import _pytree as pytree
-
         self.weights.sync(self._exe, [args[i] for i in self._weights] + self._fixed)
-        outs = self._exe([args[i] for i in self._inputs])
-        return pytree.tree_unflatten(outs, self._out_spec)
+        return self._rebuild(self._exe([args[i] for i in self._inputs]))
 
 
 def _options(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -230,7 +228,8 @@ class _Lazy:
     then on, after one ``KilnFallbackWarning``."""
 
     def __init__(self, gm: torch.fx.GraphModule, plan: _Plan, opts: Mapping[str, Any]) -> None:
-        self._gm, self._plan, self._opts = gm, plan, opts
+        self._gm, self._opts = gm, opts
+        self._plan: _Plan | None = plan
         self._fn: Callable[..., Any] | None = None
         self._lock = threading.Lock()
 
@@ -240,6 +239,7 @@ class _Lazy:
             with self._lock:
                 if self._fn is None:
                     self._fn = self._build()
+                    self._plan = None  # its example inputs are no longer needed
                 fn = self._fn
         return fn(*args)
 
@@ -249,6 +249,7 @@ class _Lazy:
         from kiln.torch.importer import ExportError, export_program, import_program
 
         gm, plan, opts = self._gm, self._plan, self._opts
+        assert plan is not None
         try:
             ex = import_program(export_program(plan.module, plan.args,
                                                dynamic_shapes=plan.dynamic))

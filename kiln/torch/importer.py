@@ -165,6 +165,11 @@ def import_program(
     from iree.compiler import ir
     from iree.compiler.extras.fx_importer import FxImporter
 
+    sig = ep.graph_signature
+    if sig.user_inputs_to_mutate or sig.buffers_to_mutate:
+        written = [*sig.user_inputs_to_mutate.values(), *sig.buffers_to_mutate.values()]
+        raise ExportError(f"the program writes its inputs or buffers ({', '.join(written)}); "
+                          "Kiln compiles programs that only read them")
     hooks = _hooks_class()(names or {})
     try:
         with ir.Context() as ctx:

@@ -22,9 +22,11 @@ a call waits").
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,6 +41,7 @@ POLL_BUDGET_S = 0.25
 _LOCK = threading.Lock()
 _INSTANCE: Any = None
 _KDL_CPU = 1
+_LIVE: weakref.WeakSet[Executable] = weakref.WeakSet()
 
 
 def _rt() -> Any:
@@ -98,6 +101,15 @@ class Executable:
         self.poll_budget_s = poll_budget_s
         self._ctx: Any = None
         self._held: tuple[np.ndarray, ...] = ()
+        _LIVE.add(self)
+
+    def release(self) -> None:
+        """Drop the runtime objects (context, module, device). Called for every live executable
+        at exit: one still held by a cache (Dynamo's) would otherwise outlive the runtime's
+        types and make nanobind report leaks."""
+        self._ctx = self._vm = self._hal = self._fn = self._async = self._inst = None
+        self.device = None
+        self._held = ()
 
     def bind(self, params: Mapping[str, torch.Tensor]) -> None:
         """Make ``params`` (parameter name -> tensor) the weights of the following calls."""
@@ -186,3 +198,11 @@ class Executable:
                                signal_semaphores=rt.HalFence.create_at(sem, 1))
         rt.HalFence.create_at(sem, 1).wait()
         return np.array(staging.map().asarray(shape, dtype), copy=True)
+
+
+@atexit.register
+def _release_all() -> None:
+    global _INSTANCE
+    for exe in list(_LIVE):
+        exe.release()
+    _INSTANCE = None
