@@ -44,6 +44,7 @@ from kiln.targets.cpu import cpu_model
 from kiln.targets.options import CompileOptions
 from kiln.targets.presets import merge_flags, preset_flags, preset_rewrites
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
+from kiln.compiler import kernels
 from kiln.compiler.tasks import CompileJob, Compiled, PrepareJob
 from kiln.compiler.workers import WorkerPool
 
@@ -223,6 +224,8 @@ class Pipeline:
         )
         self.on_compile: Callable[[str, str, float], None] | None = None  # (kind, outcome, s)
         # outcome: ok | error | timeout | rejected (compile queue full: no compiler ran)
+        #: (kind, result) per kernel of a GPU/Vulkan compile: hit | miss | fallback (kernels.py)
+        self.on_kernel: Callable[[str, str], None] | None = None
         #: Called with each ``compile_graph`` result and its wall time in seconds (the service's
         #: status page lists them); must not block or raise.
         self.on_result: Callable[[CompileResult, float], None] | None = None
@@ -307,12 +310,19 @@ class Pipeline:
             t0 = time.perf_counter()
             outcome = "error"
             try:
-                out: Compiled = self.pool.run(
-                    CompileJob(graph.mlir, tuple(flags), spec.module_attr, self.engine,
-                               self.compile_timeout, tuple(rewrites)),
-                    timeout=self.compile_timeout + 5,
-                    command_hint=_command(flags),
-                )
+                out: Compiled | None = None
+                if self.cache is not None and not rewrites and kernels.enabled(spec.kind):
+                    out = kernels.compile_with_kernels(  # None: fall back to one CompileJob
+                        pool=self.pool, cache=self.cache, mlir=graph.mlir, spec=spec, flags=flags,
+                        compiler=self.compiler, timeout=self.compile_timeout,
+                        on_kernel=self.on_kernel)
+                if out is None:
+                    out = self.pool.run(
+                        CompileJob(graph.mlir, tuple(flags), spec.module_attr, self.engine,
+                                   self.compile_timeout, tuple(rewrites)),
+                        timeout=self.compile_timeout + 5,
+                        command_hint=_command(flags),
+                    )
                 outcome = "ok"
             except CompileTimeout:
                 outcome = "timeout"

@@ -1,8 +1,9 @@
 """Jobs that run inside compile worker processes (see ``kiln.compiler.workers``); never in the caller.
 
-A job is a frozen dataclass (``PrepareJob``, ``CompileJob``: ``JOBS`` lists every one a worker
-accepts) whose ``run()`` returns a picklable result. Native code (the MLIR parser, the ONNX
-importer, the compiler) may crash the process: the pool turns that into a ``CompileError``.
+A job is a frozen dataclass (``PrepareJob``, ``CompileJob``, the kernel cache's ``KernelSourcesJob``,
+``KernelTranslateJob`` and ``KernelAssembleJob``: ``JOBS`` lists every one a worker accepts) whose
+``run()`` returns a picklable result. Native code (the MLIR parser, the ONNX importer, the
+compiler) may crash the process: the pool turns that into a ``CompileError``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _DIAG_RE = re.compile(
 STDERR_PATH: str | None = None  # set by the worker process at start (kiln.compiler.workers)
 
 if TYPE_CHECKING:
+    from kiln.compiler.kernels import Assembled, KernelSources, Translated
     from kiln.dialects.types import FunctionSignature, PreparedGraph
 
 
@@ -75,8 +77,62 @@ class CompileJob:
                               rewrites=list(self.rewrites))
 
 
+@dataclass(frozen=True)
+class KernelSourcesJob:
+    """Compile to IREE's executable sources, the executables renamed by their content
+    (``kiln.compiler.kernels.executable_sources``)."""
+
+    name: ClassVar[str] = "kernel_sources"
+    mlir: str
+    flags: tuple[str, ...]
+    module_attr: str | None = None
+    timeout: float = 300.0
+
+    def run(self) -> KernelSources:
+        from kiln.compiler.kernels import executable_sources
+
+        return executable_sources(mlir=self.mlir, flags=list(self.flags),
+                                  module_attr=self.module_attr, timeout=self.timeout)
+
+
+@dataclass(frozen=True)
+class KernelTranslateJob:
+    """Translate executables alone to stored kernels (``kiln.compiler.kernels.translate``)."""
+
+    name: ClassVar[str] = "kernel_translate"
+    executables: tuple[str, ...]
+    flags: tuple[str, ...]
+    timeout: float = 300.0
+
+    def run(self) -> Translated:
+        from kiln.compiler.kernels import translate
+
+        return translate(executables=self.executables, flags=list(self.flags),
+                         timeout=self.timeout)
+
+
+@dataclass(frozen=True)
+class KernelAssembleJob:
+    """Executable sources to a .vmfb, every executable substituted by its stored kernel
+    ``(kernel name, blob)`` (``kiln.compiler.kernels.assemble``)."""
+
+    name: ClassVar[str] = "kernel_assemble"
+    sources: str
+    flags: tuple[str, ...]
+    kernels: tuple[tuple[str, bytes], ...]
+    timeout: float = 300.0
+
+    def run(self) -> Assembled:
+        from kiln.compiler.kernels import assemble
+
+        return assemble(sources=self.sources, flags=list(self.flags), kernels=self.kernels,
+                        timeout=self.timeout)
+
+
 #: Every job type a worker runs; anything else is refused.
-JOBS: tuple[type, ...] = (PrepareJob, CompileJob)
+JOBS: tuple[type, ...] = (
+    PrepareJob, CompileJob, KernelSourcesJob, KernelTranslateJob, KernelAssembleJob,
+)
 
 
 # The dialects IREE's ONNX importer builds ops of without parsing them (its documented contract:
