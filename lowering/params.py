@@ -4,9 +4,10 @@ With ``params: "external"`` an executable must hold code only, its weights bound
 parameter archive. ONNX models are imported that way (``kiln.dialects.onnx``); MLIR must arrive
 that way, reading each weight from a ``#flow.parameter.named`` (or ``#stream.parameter.named``)
 global, as ``kiln.torch.export`` writes it. IREE 3.13 has no pass that faithfully moves inline
-torch-dialect literals out (``--iree-parameter-export`` works on ``util.global`` initial values
-after global optimization, and exported nothing for torch or ONNX input), so a graph that still
-holds weights inline is refused rather than compiled with its weights in.
+torch-dialect literals out (``iree-compile --iree-parameter-export=model=FILE`` wrote no archive
+for an imported ONNX MLP with inline weights, and a compile-time pass would run after the graph
+digest, which covers inline values), so a graph that still holds weights inline is refused
+rather than compiled with its weights in.
 
 A weight here is a non-splat floating-point elements attribute (``dense<...>`` or
 ``dense_resource<...>``) of at least ``WEIGHT_ELEMENTS`` elements: integer and boolean tensors

@@ -271,7 +271,7 @@ class Jobs:
             return same
         pipeline = self.compiles.pipeline
         graph: PreparedGraph = await anyio.to_thread.run_sync(
-            partial(pipeline.prepare, data, format=format))
+            partial(pipeline.prepare, data, format=format, params=opts.params))
         ref = await anyio.to_thread.run_sync(partial(self.stash, graph.mlir)) \
             if self.stash is not None else None
         from kiln.cluster.types import graph_to_json
@@ -405,6 +405,7 @@ class Jobs:
                 compiler=self.compiles.pipeline.compiler,
                 artifacts=[a for s in specs for a in results[s.target].artifacts],
                 errors=[e for s in specs for e in results[s.target].errors],
+                params=next((r.params for r in results.values() if r.params), None),
             )
             if merged.artifacts:
                 await self._update(doc, state="done", result=result_json(merged), final=plan)

@@ -32,6 +32,8 @@ ROUTES = {
     "/v1/jobs/{job_id}": {"get"},
     "/v1/artifacts/{hex}": {"get", "head"},
     "/v1/artifacts/{hex}/provenance": {"get"},
+    "/v1/params/{hex}": {"get", "head"},
+    "/v1/params/{hex}/provenance": {"get"},
     "/v1/keys": {"get"},
     "/v1/targets": {"get", "head"},
     "/healthz": {"get", "head"},
@@ -117,7 +119,7 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     assert set(compile_["requestBody"]["content"]) == {
         "application/json", "application/octet-stream"}
     params = {p["name"]: p for p in compile_["parameters"]}
-    assert set(params) == {"format", "target", "option", "X-Kiln-Runtime"}
+    assert set(params) == {"format", "target", "option", "params", "X-Kiln-Runtime"}
     assert "opt_level=O3" in json.dumps(params["option"]["schema"])
     # A job takes the compile request in both forms, answers 202 with a Location.
     submit = paths["/v1/jobs"]["post"]
@@ -128,6 +130,9 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     artifact = paths["/v1/artifacts/{hex}"]["get"]
     assert set(artifact["responses"]) >= {"200", "206", "304", "404", "416"}
     assert "application/x-iree-vmfb" in artifact["responses"]["200"]["content"]
+    params_route = paths["/v1/params/{hex}"]["get"]
+    assert set(params_route["responses"]) >= {"200", "206", "304", "404", "416"}
+    assert "application/x-iree-irpa" in params_route["responses"]["200"]["content"]
     targets = paths["/v1/targets"]["get"]["responses"]["200"]["content"]["application/json"]
     assert targets["schema"] == {"$ref": "#/components/schemas/TargetsResponse"}
 

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from kiln.errors import InvalidRequest, KilnError, NotFound, UnsupportedTarget
 
 __all__ = [
-    "Backend", "Built", "EmbeddedBackend", "Outcome", "RemoteBackend", "compile_fn", "open_backend",
+    "Backend", "Built", "BuiltParams", "EmbeddedBackend", "Outcome", "RemoteBackend", "compile_fn",
+    "open_backend",
 ]
 
 
@@ -38,6 +39,18 @@ class Built:
                 "flags": list(self.flags), "rewrites": list(self.rewrites)}
 
 
+@dataclass(frozen=True)
+class BuiltParams:
+    """The weights of executables compiled with ``params: "external"``: one parameter archive
+    (``.irpa``) for all of a graph's targets."""
+
+    digest: str
+    data: bytes = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"digest": self.digest, "size": len(self.data), "scope": "model", "format": "irpa"}
+
+
 @dataclass
 class Outcome:
     """One graph compiled for its targets: what was built and what failed, per target."""
@@ -47,11 +60,16 @@ class Outcome:
     errors: list[tuple[str, KilnError]] = field(default_factory=list)
     #: The compile answer's other fields: input_dialect, functions, compiler.
     info: dict[str, Any] = field(default_factory=dict)
+    #: The weights' archive when the artifacts hold code only; None otherwise.
+    params: BuiltParams | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"graph_digest": self.graph_digest, **self.info,
-                "artifacts": [a.to_json() for a in self.artifacts],
-                "errors": [{"target": t, "error": e.to_json()} for t, e in self.errors]}
+        out = {"graph_digest": self.graph_digest, **self.info,
+               "artifacts": [a.to_json() for a in self.artifacts],
+               "errors": [{"target": t, "error": e.to_json()} for t, e in self.errors]}
+        if self.params is not None:
+            out["params"] = self.params.to_json()
+        return out
 
 
 class Backend(Protocol):
@@ -101,6 +119,8 @@ class EmbeddedBackend:
                                     format=format, external_data_dir=source_dir)
         head = res.to_json()
         out = Outcome(res.graph_digest, [], errors, {k: head[k] for k in _INFO if k in head})
+        if res.params is not None:
+            out.params = BuiltParams(res.params.digest, res.params.data)
         for a in res.artifacts:
             envelope = json.loads(a.provenance) if a.provenance else None
             out.artifacts.append(Built(a.target, a.digest, a.key, a.size, a.cached,
@@ -163,6 +183,9 @@ class RemoteBackend:
         head = results[0].to_json() if results else {}
         out = Outcome(results[0].graph_digest if results else None, [], errors,
                       {k: head[k] for k in _INFO if k in head})
+        digest = next((r.params["digest"] for r in results if r.params), None)
+        if digest is not None:  # sha256-verified, signed when keys are trusted (params.py)
+            out.params = BuiltParams(digest, self.client.fetch_params(digest).path.read_bytes())
         for res in results:
             for a in res.artifacts:
                 blob = self.client.fetch(a.digest)

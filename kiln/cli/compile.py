@@ -1,5 +1,6 @@
 """``kiln compile GRAPH -t TARGET... [-o OUT] [--server URL]``: compile one graph, in this
-process or on a server (``kiln.cli.backends``), and write one executable per target.
+process or on a server (``kiln.cli.backends``), and write one executable per target; with
+``--option params=external``, also the weights' archive ``<graph>.irpa`` beside them.
 
 Exit status: 0 when every target was built; 1 when any failed (the others are still written);
 2 when the graph cannot be read.
@@ -16,7 +17,7 @@ from typing import Any, TextIO
 
 from kiln.cli.backends import open_backend
 from kiln.cli.errors import print_detail
-from kiln.cli.manifest import artifact_name
+from kiln.cli.manifest import artifact_name, params_name
 from kiln.files import atomic_write
 
 __all__ = ["add_parser", "run"]
@@ -80,15 +81,24 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
             for a in res.artifacts:
                 out = outdir / artifact_name(stem, a.target)
                 written.append(str(atomic_write(out, a.data)))
+    archive = None
+    if res.params is not None and written:  # weights apart: one archive beside the executables
+        archive = str(atomic_write(Path(written[0]).parent / params_name(stem), res.params.data))
     if args.json:
         summary = res.to_json()
         summary["written"] = written
+        if archive is not None:
+            summary["params"]["written"] = archive
         print(json.dumps(summary, indent=2), file=stdout)
     else:
         for a, path_ in zip(res.artifacts, written, strict=True):
             how = "cache hit" if a.cached else f"compiled in {a.compile_seconds:.2f} s"
             print(f"{a.target:<28} {how:<22} {a.size:>10} B  {a.digest[:19]}…  -> {path_}",
                   file=stdout)
+        if res.params is not None and archive is not None:
+            size = len(res.params.data)
+            print(f"{'params (all targets)':<51} {size:>10} B  {res.params.digest[:19]}…  -> "
+                  f"{archive}", file=stdout)
     for target, err in res.errors:
         print(f"kiln: {target}: {err.code}: {err.message}", file=stderr)
         print_detail(err, stderr)

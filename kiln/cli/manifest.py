@@ -9,8 +9,10 @@
 Output: ``DIR/<model>.<target>.vmfb`` per success, beside it its signed provenance
 ``DIR/<model>.<target>.vmfb.provenance.json`` (a DSSE envelope: ``kiln verify`` checks it), and
 ``DIR/manifest.json``: ``{"artifacts": [{model, target, path, provenance, digest, key, cached,
-flags, rewrites}], "errors": [{model, target, error}]}`` in manifest order (``provenance`` is
-null when the cache or server signed nothing). Embedded (``kiln.compiler.pipeline`` with the
+flags, rewrites[, params]}], "errors": [{model, target, error}]}`` in manifest order
+(``provenance`` is null when the cache or server signed nothing). With ``options = {params =
+"external"}`` the executables hold code only and the model's weights are written once, to
+``DIR/<model>.irpa``; each of its entries then has ``"params": {"path", "digest"}``. Embedded (``kiln.compiler.pipeline`` with the
 disk cache) or remote (``Client``).
 
 Failure semantics: a bad manifest (unreadable, not TOML, missing fields) raises ``InvalidRequest``
@@ -59,12 +61,19 @@ class BuildEntry:
     flags: tuple[str, ...]
     rewrites: tuple[str, ...] = ()  # Kiln's linalg rewrites (docs/caching.md)
     provenance: str | None = None  # the envelope's path, relative to the output directory
+    #: With ``params = "external"``: the weights' archive, ``{"path", "digest"}`` (shared by
+    #: the model's targets; the path is relative to the output directory).
+    params: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "target": self.target, "path": self.path,
-                "provenance": self.provenance,
-                "digest": self.digest, "key": self.key, "cached": self.cached,
-                "flags": list(self.flags), "rewrites": list(self.rewrites)}
+        out: dict[str, Any] = {
+            "model": self.model, "target": self.target, "path": self.path,
+            "provenance": self.provenance,
+            "digest": self.digest, "key": self.key, "cached": self.cached,
+            "flags": list(self.flags), "rewrites": list(self.rewrites)}
+        if self.params is not None:
+            out["params"] = dict(self.params)
+        return out
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,11 @@ def artifact_name(model: str, target: str) -> str:
     return name
 
 
+def params_name(model: str) -> str:
+    """``<model>.irpa``: the weights' archive of a model built with ``params = "external"``."""
+    return f"{model}.irpa"
+
+
 def build(
     models: Sequence[Model],
     out_dir: str | os.PathLike[str],
@@ -170,6 +184,10 @@ def build(
             return [], [BuildError(m.name, t, err) for t in m.targets]
         except KilnError as exc:
             return [], [BuildError(m.name, t, exc) for t in m.targets]
+        params = None
+        if res.params is not None and res.artifacts:
+            params = {"path": params_name(m.name), "digest": res.params.digest}
+            atomic_write(out / params["path"], res.params.data)
         for a in res.artifacts:
             rel = artifact_name(m.name, a.target)
             atomic_write(out / rel, a.data)
@@ -178,7 +196,7 @@ def build(
                 prov = rel + ".provenance.json"
                 atomic_write(out / prov, (json.dumps(a.provenance, indent=2) + "\n").encode())
             entries.append(BuildEntry(m.name, a.target, rel, a.digest, a.key, a.cached, a.flags,
-                                      a.rewrites, prov))
+                                      a.rewrites, prov, params))
         errors.extend(BuildError(m.name, t, e) for t, e in res.errors)
         return entries, errors
 

@@ -17,15 +17,19 @@ raises ``IntegrityError`` before anything is loaded.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kiln.errors import IntegrityError
 
-__all__ = ["IRPA_MAGIC", "PARAM_SCOPE", "ParamsArchive", "is_archive", "is_stored_blob"]
+if TYPE_CHECKING:
+    from kiln.client.sdk import Plan, _Base
+
+__all__ = ["IRPA_MAGIC", "PARAM_SCOPE", "ParamsArchive", "archive_plan", "is_archive",
+           "is_stored_blob"]
 
 #: The first bytes of every ``.irpa`` (IREE's ``iree_io_parameter_archive_header_t`` magic).
 IRPA_MAGIC = b"IRPA"
@@ -102,29 +106,71 @@ class ParamsArchive:
         return rt.create_io_parameters_module(instance, provider)
 
 
-def fetch_archive(
-    digest: str, *, cache_dir: Path, download: Callable[[str], bytes],
-) -> ParamsArchive:
-    """The archive ``digest`` from ``cache_dir`` (``params/<hex>.irpa``), downloaded with
-    ``download(hex)`` when absent or no longer intact; IntegrityError when the downloaded bytes
-    are not ``digest`` (nothing is written then)."""
+def archive_plan(client: _Base, digest: str | None) -> Plan[ParamsArchive | None]:
+    """The SDK's plan (``kiln.client.sdk``) for the archive ``digest`` (None: no archive): the
+    client cache's copy (``<cache>/params/<hex>.irpa``) if it still verifies, else
+    ``GET /v1/params/<hex>``, checked and kept. With trusted keys its signed provenance
+    (``GET /v1/params/<hex>/provenance``, kept beside it as ``<hex>.json``) must verify first."""
+    if not digest:
+        return None
+    from kiln.errors import NotFound
     from kiln.files import atomic_write
 
     hexd = digest.removeprefix("sha256:")
-    path = cache_dir / "params" / f"{hexd}.irpa"
+    if len(hexd) != 64 or any(ch not in "0123456789abcdef" for ch in hexd):
+        raise IntegrityError(f"the server named a parameter archive {digest[:80]!r}")
+    root = client.cache.root / "params"
+    path, prov_path = root / f"{hexd}.irpa", root / f"{hexd}.json"
     if path.exists():
         try:
-            return ParamsArchive.open(path, digest="sha256:" + hexd)
+            archive = ParamsArchive.open(path, digest="sha256:" + hexd)
+            if client.trusted is not None:
+                _check_provenance(client, hexd, _read_json(prov_path))
+            return archive
         except IntegrityError:
-            path.unlink(missing_ok=True)  # corrupted in the cache: fetch it again
-    data = download(hexd)
+            path.unlink(missing_ok=True)  # changed in the cache, or unsigned: fetch it again
+            prov_path.unlink(missing_ok=True)
+    resp = yield from client._request("GET", f"/v1/params/{hexd}")
+    data = resp.content
     actual = hashlib.sha256(data).hexdigest()
-    if actual != hexd:
+    if actual != hexd or not is_archive(data[:16]):
         raise IntegrityError(
-            f"the parameter archive sent for sha256:{hexd} hashes to sha256:{actual}",
+            f"the parameter archive sha256:{hexd} arrived with sha256:{actual}"
+            + ("" if actual != hexd else ", and it is not an .irpa") + "; refusing it",
             detail={"expected": "sha256:" + hexd, "actual": "sha256:" + actual},
         )
-    if not is_archive(data[:16]):
-        raise IntegrityError(f"sha256:{hexd} is not an IREE parameter archive (.irpa)")
+    if client.trusted is not None:
+        try:
+            env = yield from client._request("GET", f"/v1/params/{hexd}/provenance")
+            envelope: dict[str, Any] | None = dict(env.json())
+        except NotFound:
+            envelope = None
+        _check_provenance(client, hexd, envelope)
+        atomic_write(prov_path, json.dumps(envelope).encode())
     atomic_write(path, data)
     return ParamsArchive(path, "sha256:" + hexd)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _check_provenance(client: _Base, hexd: str, envelope: dict[str, Any] | None) -> None:
+    """IntegrityError unless a trusted key signed a parameter-archive statement about
+    ``sha256:hexd``."""
+    from kiln.provenance import PARAMS_BUILD_TYPE, check_statement
+
+    assert client.trusted is not None
+    if envelope is None:
+        raise IntegrityError(
+            f"the parameter archive sha256:{hexd} has no provenance, and trusted keys are "
+            "configured: refusing it")
+    stmt = client.trusted.open(envelope)
+    check_statement(stmt, sha256=hexd)
+    build = stmt.get("predicate", {}).get("buildDefinition", {})
+    if not isinstance(build, dict) or build.get("buildType") != PARAMS_BUILD_TYPE:
+        raise IntegrityError(f"the provenance of sha256:{hexd} is not a parameter archive's")

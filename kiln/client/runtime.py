@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from kiln.client.params import ParamsArchive
     from kiln.dialects.types import FunctionSignature
 
 __all__ = ["EXECUTABLE_HEAD_BYTES", "LoadedModule", "driver_for_target", "is_executable",
@@ -72,6 +73,7 @@ class LoadedModule:
     def __init__(
         self, data: bytes, *, driver: str, device: Any = None, wait: str = "auto",
         poll_budget_s: float = POLL_BUDGET_S, signatures: Iterable[FunctionSignature] = (),
+        params: ParamsArchive | None = None,
     ) -> None:
         import iree.runtime as rt
 
@@ -87,6 +89,10 @@ class LoadedModule:
         self._signatures: dict[str, FunctionSignature] | None = None
         self.device = device if device is not None else rt.get_device(driver)
         self._ctx = rt.SystemContext(config=rt.Config(device=self.device))
+        #: The weights' archive of a code-only executable (``kiln.client.params``), or None.
+        self.params = params
+        if params is not None:  # its parameters module first: the executable imports it
+            self._ctx.add_vm_module(params.module(self._ctx.instance))
         self._vm = rt.VmModule.copy_buffer(self._ctx.instance, data)
         self._ctx.add_vm_module(self._vm)
         self.module_name = self._vm.name
@@ -320,10 +326,12 @@ def _polling_invoker_class() -> type:
 def load_vmfb(
     data: bytes, *, driver: str, device: Any = None, wait: str = "auto",
     poll_budget_s: float = POLL_BUDGET_S, signatures: Iterable[FunctionSignature] = (),
+    params: ParamsArchive | None = None,
 ) -> LoadedModule:
     """Load ``data`` on ``driver``. ``wait``: how a call waits for its results on the device;
     ``"auto"`` polls on ``local-task`` and blocks elsewhere (see the module docstring).
     ``signatures``: the functions' types where the executable does not record them (the
-    ``signatures`` of a compile answer)."""
+    ``signatures`` of a compile answer). ``params``: the weights of a code-only executable
+    (compiled with ``params: "external"``)."""
     return LoadedModule(data, driver=driver, device=device, wait=wait,
-                        poll_budget_s=poll_budget_s, signatures=signatures)
+                        poll_budget_s=poll_budget_s, signatures=signatures, params=params)

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 import httpx
 
 from kiln.client.cache import LocalCache, request_key
+from kiln.client.params import ParamsArchive, archive_plan
 from kiln.client.runtime import LoadedModule
 from kiln.client.types import (
     RemoteArtifact,
@@ -97,8 +98,9 @@ class ClientModule(LoadedModule):
     def __init__(
         self, data: bytes, *, driver: str, target: str, digest: str,
         fallbacks: list[tuple[str, KilnError]], signatures: Iterable[FunctionSignature] = (),
+        params: ParamsArchive | None = None,
     ) -> None:
-        super().__init__(data, driver=driver, signatures=signatures)
+        super().__init__(data, driver=driver, signatures=signatures, params=params)
         self.target = target
         self.digest = digest
         self.fallbacks = fallbacks
@@ -222,7 +224,8 @@ def _verify(digest: str, data: bytes) -> bytes:
 def _record(a: RemoteArtifact, res: RemoteCompileResult) -> dict[str, Any]:
     return {"target": a.target, "digest": a.digest, "key": a.key, "flags": list(a.flags),
             "graph_digest": res.graph_digest,
-            "signatures": [sig.to_json() for sig in res.signatures]}
+            "signatures": [sig.to_json() for sig in res.signatures],
+            **({"params": res.params["digest"]} if res.params else {})}
 
 
 def _trusted(keys: Sequence[str | bytes] | None) -> KeyRing | None:
@@ -389,10 +392,12 @@ class _Base:
                 if autotune and options is None:
                     opts = yield _Blocking(partial(self._tune, data, c.target, fmt))
                 blob, rec = yield from self._artifact(data, c.target, opts, fmt)
+                # weights apart: the archive, from the local cache or downloaded (params.py)
+                params = yield from archive_plan(self, rec.get("params"))
             except _FALLBACK as exc:
                 tried.append((c.target, exc))
                 continue
-            mod = yield _Blocking(partial(_open_step, c, blob, rec, tried))
+            mod = yield _Blocking(partial(_open_step, c, blob, rec, tried, params=params))
             if mod is not None:
                 return mod
         raise _no_target(tried)
@@ -446,19 +451,22 @@ def _one_artifact(res: RemoteCompileResult) -> RemoteArtifact:
 
 
 def _open(c: Candidate, blob: bytes, rec: dict[str, Any],
-          tried: list[tuple[str, KilnError]]) -> ClientModule | None:
+          tried: list[tuple[str, KilnError]], *,
+          params: ParamsArchive | None = None) -> ClientModule | None:
     """Load ``blob`` on ``c.driver``; a runtime failure (no device, bad module) is recorded."""
     try:
         return ClientModule(blob, driver=c.driver, target=rec["target"], digest=rec["digest"],
-                            fallbacks=list(tried), signatures=_signatures_of(rec))
+                            fallbacks=list(tried), signatures=_signatures_of(rec),
+                            params=params)
     except (RuntimeError, ValueError, OSError) as exc:
         tried.append((c.target, KilnError(f"cannot load on {c.driver}: {exc}")))
         return None
 
 
 def _open_step(c: Candidate, blob: bytes, rec: dict[str, Any],
-               tried: list[tuple[str, KilnError]], run: Callable[[Plan[Any]], Any]) -> Any:
-    return _open(c, blob, rec, tried)
+               tried: list[tuple[str, KilnError]], run: Callable[[Plan[Any]], Any], *,
+               params: ParamsArchive | None = None) -> Any:
+    return _open(c, blob, rec, tried, params=params)
 
 
 def _signatures_of(rec: dict[str, Any]) -> list[FunctionSignature]:
@@ -553,6 +561,13 @@ class Client(_Base):
         """One target's executable bytes and record, from the local cache when this exact request
         was made before (no request then), else compiled and fetched."""
         return self._run(self._artifact(graph, target, options, format))
+
+    def fetch_params(self, digest: str) -> ParamsArchive:
+        """The parameter archive ``digest`` (a compile answer's ``params``), sha256-verified (and
+        its provenance, with trusted keys), from the local cache or the server."""
+        archive = self._run(archive_plan(self, digest))
+        assert archive is not None
+        return archive
 
     def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
         """The artifact's signed provenance envelope (of the build ``key`` when given), or None
@@ -671,6 +686,12 @@ class AsyncClient(_Base):
                        format: str | None = None) -> tuple[bytes, dict[str, Any]]:
         """See ``Client.artifact``."""
         return await self._run(self._artifact(graph, target, options, format))
+
+    async def fetch_params(self, digest: str) -> ParamsArchive:
+        """See ``Client.fetch_params``."""
+        archive = await self._run(archive_plan(self, digest))
+        assert archive is not None
+        return archive
 
     async def provenance(self, digest: str, *, key: str | None = None) -> dict[str, Any] | None:
         """See ``Client.provenance``."""

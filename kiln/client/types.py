@@ -89,6 +89,9 @@ class RemoteCompileResult:
     #: The public functions' types as the server imported the graph (empty from a server that
     #: does not send them).
     signatures: tuple[FunctionSignature, ...] = ()
+    #: With options ``params: "external"``: the weights' archive (``digest``, ``size``, ``url``,
+    #: ``scope``, ``format``), one for every artifact; None otherwise.
+    params: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RemoteCompileResult:
@@ -99,6 +102,7 @@ class RemoteCompileResult:
             input_dialect=str(d.get("input_dialect", "")),
             compiler=dict(d.get("compiler") or {}),
             signatures=tuple(FunctionSignature.from_json(s) for s in d.get("signatures") or ()),
+            params=dict(d["params"]) if isinstance(d.get("params"), dict) else None,
             artifacts=[RemoteArtifact.from_json(a) for a in d.get("artifacts") or []],
             errors=[
                 RemoteTargetError(
