@@ -1,5 +1,7 @@
-"""Jobs and cluster mode with real processes: a redis-server (append-only file on), two
-`kiln serve --compile remote` replicas and two `kiln worker`s, each with its own disk cache.
+"""Jobs and cluster mode with real processes: a redis-server (append-only file on), a Swift
+with s3api holding the executables (when its Debian packages are installed, as bootstrap does;
+else the blobs stay in Redis), two `kiln serve --compile remote` replicas and two `kiln worker`s,
+each with its own disk cache.
 
 What a user of the cluster would notice: concurrent jobs for the same graphs compile once each
 and give executables that compute the right numbers; a worker SIGKILLed mid-compile loses no
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -34,6 +37,7 @@ import redis
 from kiln.client.runtime import load_vmfb
 from tests.conftest_redis import RedisServer, free_port
 from tests.server import REPO, KilnServer, kiln_server
+from tests.swift import SwiftServer, swift_missing
 
 # s: the backstop after which any unacknowledged message is handed out again; the tests show
 # that a dead worker's messages come back long before, through the workers' heartbeats.
@@ -89,18 +93,26 @@ class Worker:
     log_path: Path
 
     @classmethod
-    def start(cls, root: Path, name: str, redis_url: str, key_file: Path) -> Worker:
+    def start(cls, root: Path, name: str, redis_url: str, key_file: Path, *,
+              cpu: int | None = None, s3: tuple[str, dict[str, str]] | None = None) -> Worker:
+        """Start and wait until it consumes; ``cpu``: pinned to that core (taskset); ``s3``:
+        (url, environment) of the object store for the blobs."""
         root.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+        s3_args: list[str] = []
+        if s3 is not None:
+            s3_args = ["--s3-url", s3[0]]
+            env.update(s3[1])
         env.update(KILN_SIGNING_KEY_FILE=str(key_file), TMPDIR=str(root),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
         log_path = root / f"{name}.log"
         with open(log_path, "wb") as log:
+            pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
             proc = subprocess.Popen(
-                [sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
+                [*pin, sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
                  "--cache-dir", str(root / "cache"), "--concurrency", "1", "--name", name,
                  "--visibility-timeout", str(VISIBILITY), "--lease-seconds", "3",
-                 "--compile-timeout", "120"],
+                 "--compile-timeout", "120", *s3_args],
                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         w = cls(name, proc, log_path)
         deadline = time.monotonic() + 60
@@ -142,6 +154,8 @@ class Cluster:
     workers: list[Worker]
     key_file: Path
     root: Path
+    swift: SwiftServer | None = None
+    s3: tuple[str, dict[str, str]] | None = None
 
     def compiles(self) -> int:
         """Compiler runs of every worker (they count in Redis too; the logs are the proof)."""
@@ -149,6 +163,9 @@ class Cluster:
 
     def rclient(self) -> redis.Redis:
         return redis.Redis.from_url(self.redis.url)
+
+
+BUCKET = "kiln"
 
 
 @pytest.fixture(scope="module")
@@ -159,16 +176,29 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     rs = RedisServer(binary, root / "redis", free_port())
     rs.start(*AOF)
     key_file = root / "signing-key.pem"
-    common = {"redis_url": rs.url, "compile": "remote", "workers": 1, "access_log": "false",
-              "visibility_timeout": VISIBILITY, "signing_key_file": key_file}
+    common: dict[str, Any] = {
+        "redis_url": rs.url, "compile": "remote", "workers": 1, "access_log": "false",
+        "visibility_timeout": VISIBILITY, "signing_key_file": key_file}
     with contextlib.ExitStack() as stack:
         stack.callback(rs.kill)
+        swift, s3 = None, None
+        if not swift_missing():
+            swift = SwiftServer(root / "swift")
+            swift.start()
+            stack.callback(swift.close)
+            swift.client().create_bucket(Bucket=BUCKET)
+            s3 = (f"s3://{BUCKET}/cluster", swift.env())
+            common.update(s3_url=s3[0], s3_endpoint_url=swift.endpoint_url)
+            saved = {k: os.environ.get(k) for k in s3[1]}  # the replicas inherit AWS_*
+            os.environ.update({k: v for k, v in s3[1].items() if k.startswith("AWS_")})
+            stack.callback(lambda: [os.environ.pop(k, None) if v is None else
+                                    os.environ.__setitem__(k, v) for k, v in saved.items()])
         apis = [stack.enter_context(kiln_server(root / f"api-{n}", **common)) for n in "ab"]
         workers: list[Worker] = []
         stack.callback(lambda: [w.stop() for w in workers])
         for n in (1, 2):
-            workers.append(Worker.start(root / f"worker-{n}", f"w{n}", rs.url, key_file))
-        yield Cluster(rs, apis, workers, key_file, root)
+            workers.append(Worker.start(root / f"worker-{n}", f"w{n}", rs.url, key_file, s3=s3))
+        yield Cluster(rs, apis, workers, key_file, root, swift, s3)
 
 
 def wait_job(clients: list[httpx.Client], job_id: str, *, timeout: float = 150) -> dict[str, Any]:
@@ -203,6 +233,7 @@ def check_runs(client: httpx.Client, art: dict[str, Any], layers: int, seed: flo
                                rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.redis
 def test_32_jobs_for_8_graphs_compile_8_times_and_compute_right(cluster: Cluster) -> None:
     a, b = (srv.client() for srv in cluster.apis)
     before = cluster.compiles()
@@ -237,6 +268,8 @@ def test_32_jobs_for_8_graphs_compile_8_times_and_compute_right(cluster: Cluster
     assert r.status_code == 200 and r.json()["artifacts"][0]["cached"] is True
 
 
+@pytest.mark.redis
+@pytest.mark.slow
 def test_a_worker_killed_mid_compile_loses_no_job_and_leaves_no_compiler(
     cluster: Cluster,
 ) -> None:
@@ -273,9 +306,11 @@ def test_a_worker_killed_mid_compile_loses_no_job_and_leaves_no_compiler(
     # A fresh worker takes its place for the tests below.
     cluster.workers[cluster.workers.index(victim)] = Worker.start(
         cluster.root / f"{victim.name}-2", f"{victim.name}b", cluster.redis.url,
-        cluster.key_file)
+        cluster.key_file, s3=cluster.s3)
 
 
+@pytest.mark.redis
+@pytest.mark.slow
 def test_the_replica_that_accepted_a_job_dies_and_the_other_finishes_it(
     cluster: Cluster,
 ) -> None:
@@ -297,6 +332,7 @@ def test_the_replica_that_accepted_a_job_dies_and_the_other_finishes_it(
         200_000)
 
 
+@pytest.mark.redis
 def test_redis_restart_loses_no_artifact_and_jobs_resume(cluster: Cluster) -> None:
     srv = cluster.apis[1]
     c = srv.client()
@@ -308,12 +344,20 @@ def test_redis_restart_loses_no_artifact_and_jobs_resume(cluster: Cluster) -> No
     for d, s in zip(docs, (1.5, 1.625), strict=True):
         assert d["state"] == "done", d
         check_runs(c, d["result"]["artifacts"][0], 3, s)
-    # What was compiled before the restart is still in the shared store (record and blob).
+    # What was compiled before the restart is still in the shared stores: its record in Redis,
+    # its blob in the bucket (Redis holds no executable then) or else in Redis.
     rc = cluster.rclient()
+    hexd = earlier["digest"].split(":")[1]
     assert rc.exists(f"kiln:v1:ac:{earlier['key']}")
-    assert rc.exists(f"kiln:v1:cas:{earlier['digest'].split(':')[1]}")
+    if cluster.swift is not None:
+        obj = cluster.swift.client().get_object(Bucket=BUCKET, Key=f"cluster/v1/cas/{hexd}")
+        assert hashlib.sha256(obj["Body"].read()).hexdigest() == hexd
+        assert not list(rc.scan_iter("kiln:v1:cas:*"))
+    else:
+        assert rc.exists(f"kiln:v1:cas:{hexd}")
 
 
+@pytest.mark.redis
 def test_no_compiler_outlives_the_cluster(cluster: Cluster) -> None:
     groups = [w.proc.pid for w in cluster.workers]
     for w in cluster.workers:
