@@ -397,8 +397,9 @@ class Jobs:
                 for fut in finished:
                     spec = pending.pop(fut)
                     results[spec.target] = fut.result()
-                await self._update(doc, progress={"targets_done": len(results),
-                                                  "targets_total": len(specs)})
+                if pending:  # the last one is written together with the outcome
+                    await self._update(doc, progress={"targets_done": len(results),
+                                                      "targets_total": len(specs)})
             merged = CompileResult(
                 graph_digest=graph.digest, input_dialect=graph.input_dialect,
                 functions=graph.functions, signatures=graph.signatures,
@@ -407,6 +408,7 @@ class Jobs:
                 errors=[e for s in specs for e in results[s.target].errors],
                 params=next((r.params for r in results.values() if r.params), None),
             )
+            doc["progress"] = {"targets_done": len(specs), "targets_total": len(specs)}
             if merged.artifacts:
                 await self._update(doc, state="done", result=result_json(merged), final=plan)
             else:

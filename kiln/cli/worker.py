@@ -33,6 +33,9 @@ def add_parser(sub: Any) -> None:
     a("--concurrency", type=int, default=int(env("KILN_CONCURRENCY", "1")),
       help="compiles at once (KILN_CONCURRENCY, default 1)")
     a("--cache-dir", default=env("KILN_CACHE_DIR"), help="local disk tier (KILN_CACHE_DIR)")
+    cmb = env("KILN_CACHE_MAX_BYTES")
+    a("--cache-max-bytes", type=int, default=int(cmb) if cmb else None,
+      help="bound of the local disk tier, LRU-evicted (KILN_CACHE_MAX_BYTES, default unbounded)")
     a("--s3-url", default=env("KILN_S3_URL"), help="blobs in s3://BUCKET[/PREFIX] (KILN_S3_URL; "
       "endpoint KILN_S3_ENDPOINT_URL, credentials AWS_*)")
     a("--compile-timeout", type=float, default=float(env("KILN_COMPILE_TIMEOUT", "300")),
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
         extra["name"] = args.name
     settings = WorkerSettings(
         redis_url=args.redis_url, queues=args.queues, concurrency=args.concurrency,
-        cache_dir=args.cache_dir, s3_url=args.s3_url,
+        cache_dir=args.cache_dir, cache_max_bytes=args.cache_max_bytes, s3_url=args.s3_url,
         s3_endpoint_url=os.environ.get("KILN_S3_ENDPOINT_URL"),
         compile_timeout=args.compile_timeout, visibility_timeout=args.visibility_timeout,
         lease_seconds=args.lease_seconds, worker_memory_bytes=args.worker_memory_bytes,

@@ -69,6 +69,8 @@ class WorkerSettings:
     queues: str = "cpu,gpu"
     concurrency: int = 1
     cache_dir: str | None = None
+    #: Bound of the local disk tier (LRU-evicted past it); None = unbounded.
+    cache_max_bytes: int | None = None
     s3_url: str | None = None
     s3_endpoint_url: str | None = None
     compile_timeout: float = 300.0
@@ -106,7 +108,8 @@ class WorkerRuntime:
         self.stash = GraphStash(self.client, ttl=86400)
         authority = Authority.from_files(s.signing_key_file, split_paths(s.verify_keys_files))
         self.cache = open_cache(
-            cache_dir=s.cache_dir, redis_url=s.redis_url, s3_url=s.s3_url,
+            cache_dir=s.cache_dir, max_size=s.cache_max_bytes, redis_url=s.redis_url,
+            s3_url=s.s3_url,
             s3_endpoint_url=s.s3_endpoint_url, authority=authority, accept_blob=is_executable,
             lease_seconds=s.lease_seconds, lease_poll_max=0.25,
         )
