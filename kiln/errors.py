@@ -20,6 +20,10 @@ Every error carries a stable, machine-readable ``code`` (the API contract's erro
     │                                                 load this server's compiler's output)
     ├── CacheUnavailable            cache_unavailable (a remote cache backend is down)
     ├── InsufficientStorage         insufficient_storage (507: the cache directory is full)
+    ├── TuningForbidden             tuning_forbidden (403: tuning records from unauthenticated
+    │                                                 clients, on a server without tokens)
+    ├── TuningRejected              tuning_rejected  (422: a tuning record that contradicts itself)
+    │   └── TuningOutlier           tuning_outlier   (409: a tuning record far from its peers')
     ├── ConnectionFailed            unavailable      (client: the server could not be reached)
     └── LoadFailed                  load_failed      (client: no candidate target compiled and loaded)
 """
@@ -43,6 +47,9 @@ __all__ = [
     "NotFound",
     "Overloaded",
     "TooLarge",
+    "TuningForbidden",
+    "TuningOutlier",
+    "TuningRejected",
     "Unauthorized",
     "UnsupportedTarget",
 ]
@@ -225,6 +232,31 @@ class InsufficientStorage(KilnError):
     http_status = 507
 
 
+class TuningForbidden(KilnError):
+    """A tuning record from a client the server cannot authenticate: it has no tokens
+    configured (``KILN_TUNING_ACCEPT=any`` opens it; docs/api.md, "Tuning records")."""
+
+    code = "tuning_forbidden"
+    http_status = 403
+
+
+class TuningRejected(KilnError):
+    """A tuning record that does not hold up on its own: the chosen preset is not the fastest
+    of its times, a preset is not allow-listed, too few samples, a time not positive and finite.
+    ``detail["reason"]`` says which."""
+
+    code = "tuning_rejected"
+    http_status = 422
+
+
+class TuningOutlier(TuningRejected):
+    """A tuning record whose speedup disagrees by more than the allowed factor with the median
+    of the accepted records of the same graph, target, runtime and device class."""
+
+    code = "tuning_outlier"
+    http_status = 409
+
+
 class ConnectionFailed(KilnError):
     """The server could not be reached (refused, reset, timed out) after every retry."""
 
@@ -264,6 +296,9 @@ _BY_CODE: dict[str, type[KilnError]] = {
         IntegrityError,
         IncompatibleRuntime,
         CacheUnavailable,
+        TuningForbidden,
+        TuningRejected,
+        TuningOutlier,
         ConnectionFailed,
         LoadFailed,
     )

@@ -77,6 +77,7 @@ __all__ = [
     "PAYLOAD_TYPE",
     "PREDICATE_TYPE",
     "STATEMENT_TYPE",
+    "TUNING_PREDICATE_TYPE",
     "Authority",
     "KeyRing",
     "Signer",
@@ -93,6 +94,9 @@ PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "https://kiln.invalid/compile/v1"
 PARAMS_BUILD_TYPE = "https://kiln.invalid/params/v1"
+#: The predicate of a tuning statement (the server's fleet-wide autotune evidence and choice,
+#: service/tuning.py; verified by kiln/client/tuning.py).
+TUNING_PREDICATE_TYPE = "https://kiln.invalid/tuning/v1"
 BUILDER_ID = "https://kiln.invalid/builder/kiln"
 
 
@@ -189,11 +193,14 @@ class KeyRing:
     def to_json(self) -> list[dict[str, str]]:
         return [k.to_json() for k in self.keys.values()]
 
-    def open(self, envelope: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+    def open(
+        self, envelope: Mapping[str, Any] | str | bytes, *, predicate_type: str = PREDICATE_TYPE
+    ) -> dict[str, Any]:
         """The statement inside ``envelope`` once a trusted key's signature verifies.
 
         IntegrityError: not a DSSE envelope, another payload type, no signature, signed only by
-        unknown keys, or a signature that does not verify (tampered payload)."""
+        unknown keys, a signature that does not verify (tampered payload), or a statement whose
+        predicate is not ``predicate_type`` (SLSA provenance unless told otherwise)."""
         env = _envelope(envelope)
         if env.payload_type != PAYLOAD_TYPE:
             raise IntegrityError(
@@ -219,8 +226,8 @@ class KeyRing:
             raise IntegrityError("the signed payload is not JSON") from exc
         if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE:
             raise IntegrityError("the signed payload is not an in-toto Statement v1")
-        if stmt.get("predicateType") != PREDICATE_TYPE:
-            raise IntegrityError("the statement's predicate is not SLSA provenance v1")
+        if stmt.get("predicateType") != predicate_type:
+            raise IntegrityError(f"the statement's predicate is not {predicate_type}")
         return stmt
 
 

@@ -47,8 +47,8 @@ class ErrorInfo(BaseModel):
         description="stable machine-readable code: invalid_request, invalid_graph, "
         "unsupported_target, compile_failed, compile_timeout, too_large, unauthorized, "
         "overloaded, not_found, internal, insufficient_storage, incompatible_runtime, "
-        "integrity_error; cache_unavailable (only /readyz: the cache "
-        "directory or Redis is not usable)",
+        "integrity_error, tuning_forbidden, tuning_rejected, tuning_outlier; cache_unavailable "
+        "(only /readyz: the cache directory or Redis is not usable)",
         examples=["unsupported_target"],
     )
     message: str = Field(description="one human-readable sentence")
@@ -64,6 +64,8 @@ class ErrorEnvelope(BaseModel):
 _DESCRIPTIONS: dict[int, str] = {
     400: "invalid_request, invalid_graph or unsupported_target",
     401: "unauthorized: missing or wrong bearer token (only when tokens are configured)",
+    403: "tuning_forbidden: tuning records from unauthenticated clients (a server without "
+    "tokens, unless KILN_TUNING_ACCEPT=any)",
     404: "not_found",
     408: "invalid_request: the request headers or body did not arrive within the timeout",
     409: "incompatible_runtime: X-Kiln-Runtime names a runtime that cannot load this "

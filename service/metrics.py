@@ -13,6 +13,9 @@ several apps in one process — tests — do not collide).
     kiln_requests_total{route,status,code}  HTTP requests answered: route template, status, and
                                             the error envelope's code (empty for a success)
     kiln_artifact_bytes_served_total        executable bytes sent by GET /v1/artifacts
+    kiln_tuning_records_total{result}       tuning records (POST /v1/tuning): accepted | rejected;
+                                            forged: stored ones refused on read (bad signature)
+    kiln_tuned_serves_total                 GET /v1/tuning answers that held a choice
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
@@ -74,6 +77,15 @@ class Metrics:
         self.bytes_served = Counter(
             "kiln_artifact_bytes_served", "Executable bytes sent", registry=r
         )
+        self.tuning_records = Counter(
+            "kiln_tuning_records", "Tuning records by result (accepted, rejected, forged)",
+            ["result"], registry=r,
+        )
+        for result in ("accepted", "rejected"):
+            self.tuning_records.labels(result)
+        self.tuned_serves = Counter(
+            "kiln_tuned_serves", "GET /v1/tuning answers that held a choice", registry=r
+        )
         self.queue_depth = Gauge(
             "kiln_compile_queue_depth", "Compile jobs waiting for a worker", registry=r
         )
@@ -104,6 +116,13 @@ class Metrics:
             self.corrupt.inc()
         elif event == "forged":
             self.forged.inc()
+
+    def on_tuning(self, event: str) -> None:
+        """``TuningService`` hook: accepted | rejected | forged records, served choices."""
+        if event == "served":
+            self.tuned_serves.inc()
+        else:
+            self.tuning_records.labels(event).inc()
 
     def on_result(self, result: CompileResult, seconds: float) -> None:
         """``Pipeline.on_result`` hook: each target's answer, for the status page."""

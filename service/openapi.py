@@ -3,8 +3,9 @@
 The document is FastAPI's, completed where FastAPI cannot see the API:
 
 * ``POST /v1/compile`` reads its body itself (JSON or raw bytes), so the models of the JSON form
-  (``CompileRequest`` and what it refers to) are added to ``components.schemas``: every ``$ref``
-  in the document resolves;
+  (``CompileRequest`` and what it refers to) are added to ``components.schemas``, and so are
+  ``TuningRecordIn``'s (``POST /v1/tuning`` reads its body under its own size limit): every
+  ``$ref`` in the document resolves;
 * with tokens configured, a bearer ``securityScheme`` and, on every operation but the probes
   and the status page (which signs in with a form, service/status.py), the requirement to use
   it (without tokens the server asks for none, and the document says so).
@@ -29,7 +30,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from kiln.errors import NotFound
 
 from .auth import OPEN_PATHS, PAGE_PATHS
-from .types import CompileRequest
+from .types import CompileRequest, TuningRecordIn
 
 __all__ = ["SWAGGER_UI", "build_openapi", "install_openapi"]
 
@@ -53,7 +54,9 @@ def build_openapi(app: FastAPI, *, auth: bool) -> dict[str, Any]:
         routes=app.routes,
     )
     schemas: dict[str, Any] = doc.setdefault("components", {}).setdefault("schemas", {})
-    _, defs = models_json_schema([(CompileRequest, "validation")], ref_template=_REF)
+    _, defs = models_json_schema(
+        [(CompileRequest, "validation"), (TuningRecordIn, "validation")], ref_template=_REF
+    )
     for name, schema in defs.get("$defs", {}).items():
         schemas.setdefault(name, schema)
     # Validation errors are 400 in the envelope (errors.py), never FastAPI's default 422 body.

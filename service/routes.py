@@ -10,11 +10,11 @@ import hashlib
 import json
 import re
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from fastapi import APIRouter, Path, Query, Request
-from pydantic import ValidationError, WithJsonSchema
+from pydantic import BaseModel, ValidationError, WithJsonSchema
 from starlette.responses import Response
 
 from kiln.compiler.fair_queue import TENANT
@@ -26,6 +26,7 @@ from .logs import log_fields
 from .metrics import CONTENT_TYPE_LATEST
 from .service import Service
 from .types import (
+    RUNTIME_PATTERN,
     CompileRequest,
     CompileResponse,
     DsseEnvelope,
@@ -34,6 +35,9 @@ from .types import (
     KeyOut,
     Readiness,
     TargetsResponse,
+    TuningAccepted,
+    TuningEvidence,
+    TuningRecordIn,
     options_schema,
     target_schema,
 )
@@ -168,7 +172,7 @@ async def _compile_input(
                 "query parameters go with a raw (application/octet-stream) body; "
                 "a JSON body carries graph, targets and options itself"
             )
-        req = _parse_json(body)
+        req = _parse_json(body, CompileRequest)
         data, targets, options, fmt = _graph_bytes(req), req.targets, req.options, req.graph.format
     else:
         raise InvalidRequest(
@@ -227,7 +231,10 @@ def _tenant(request: Request) -> str:
     return "addr:" + (request.client.host if request.client else "?")
 
 
-def _parse_json(body: bytes) -> CompileRequest:
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse_json(body: bytes, model: type[M]) -> M:
     try:
         obj = json.loads(body)
     except RecursionError:
@@ -235,7 +242,7 @@ def _parse_json(body: bytes) -> CompileRequest:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the body is not valid JSON: {str(exc)[:200]}") from None
     try:
-        return CompileRequest.model_validate(obj)
+        return model.model_validate(obj)
     except ValidationError as exc:
         errors = [
             {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
@@ -556,3 +563,110 @@ _get_and_head(
     },
     summary="Prometheus metrics",
 )
+
+
+# -- tuning records (service/tuning.py) ------------------------------------------------------------
+
+_TUNING_RUNTIME_HEADER = {
+    **_RUNTIME_HEADER,
+    "description": "the client's IREE runtime version: the runtime a record was measured on, "
+    "or a choice is asked for, unless the body or the query names it",
+}
+
+
+def _tuning_runtime(header: str | None, given: str | None) -> str:
+    """The runtime a record or a question is about: ``given`` (body or query), else the
+    ``X-Kiln-Runtime`` header; both: they must agree. 400 when neither names a version."""
+    if header is not None and not re.match(RUNTIME_PATTERN, header.strip()):
+        raise InvalidRequest(
+            f"X-Kiln-Runtime must be an IREE runtime version such as 3.13.0, not {header[:40]!r}"
+        )
+    header = header.strip() if header is not None else None
+    if given is not None and header is not None and given != header:
+        raise InvalidRequest(
+            f"the runtime {given[:40]!r} and the X-Kiln-Runtime header {header!r} disagree")
+    runtime = given or header
+    if not runtime:
+        raise InvalidRequest("name the IREE runtime: the runtime field (or query parameter), "
+                             "or the X-Kiln-Runtime header")
+    return runtime
+
+
+def _submitter(request: Request) -> str:
+    """Who posted a record: the bearer token's hash, else the address's (never in clear)."""
+    tenant = _tenant(request)
+    if tenant.startswith("token:"):
+        return tenant
+    return "addr:" + hashlib.sha256(tenant.encode()).hexdigest()[:16]
+
+
+@router.post(
+    "/v1/tuning",
+    response_model=TuningAccepted,
+    responses=error_responses(
+        400, 401, 403, 409, 413, 422, 500, 503,
+        s409="tuning_outlier: the record's speedup is more than 2x away from the median of "
+        "the records kept for the same graph, target, runtime and device class",
+        s422="tuning_rejected: the chosen preset is not the fastest of the record's times, a "
+        "preset is not allow-listed or default is missing, fewer than 3 samples, or a time "
+        "that is not positive and finite (detail.reason says which)",
+        s503="cache_unavailable (the shared store, Redis, cannot be reached) or overloaded",
+    ),
+    summary="Keep one autotune result (a tuning record) for every client of this graph",
+    description="Accepted only from authenticated clients: with tokens configured, the bearer "
+    "token; a server without tokens answers 403 tuning_forbidden unless started with "
+    "KILN_TUNING_ACCEPT=any. The record is signed by the server's key and kept in the shared "
+    "store (Redis when configured); the answer holds it and the evidence after it.",
+    operation_id="post_tuning_record",
+    openapi_extra={
+        "parameters": [_TUNING_RUNTIME_HEADER],
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/TuningRecordIn"}}}},
+    },
+)
+async def post_tuning_record(request: Request) -> Response:
+    svc = _service(request)
+    try:
+        svc.tuning.admit()
+        body = await read_body(request, limit=svc.settings.tuning_max_body_bytes)
+        record = _parse_json(body, TuningRecordIn)
+        runtime = _tuning_runtime(request.headers.get("x-kiln-runtime"), record.runtime)
+    except KilnError:
+        svc.metrics.on_tuning("rejected")
+        raise
+    out = await anyio.to_thread.run_sync(partial(
+        svc.tuning.submit, record.model_dump(), runtime=runtime, submitter=_submitter(request)))
+    return _json(out)
+
+
+@router.get(
+    "/v1/tuning/{graph_hex}",
+    response_model=TuningEvidence,
+    responses=error_responses(400, 401, 404, 500, 503),
+    summary="The tuning evidence of a graph for a target and runtime: accepted records, "
+    "median speedups, the current choice",
+    description="The choice is the preset with the best median speedup (default's time / its "
+    "own) over the accepted records; default wins ties; null without records. `provenance` "
+    "signs the whole answer (verify it with GET /v1/keys' key, as for artifacts).",
+    operation_id="get_tuning",
+    openapi_extra={"parameters": [_TUNING_RUNTIME_HEADER]},
+)
+async def get_tuning(
+    request: Request,
+    graph_hex: Annotated[str, Path(), WithJsonSchema(
+        {**_HEX_SCHEMA, "description": "the graph digest's lowercase hex (anything else is "
+         "404 not_found)"})],
+    target: Annotated[str, Query(description="the target (normalized by the server)"),
+                      WithJsonSchema(target_schema())],
+    runtime: Annotated[str | None, Query(
+        description="the IREE runtime version; default: the X-Kiln-Runtime header"),
+        WithJsonSchema({"type": "string", "pattern": RUNTIME_PATTERN, "maxLength": 64})] = None,
+) -> Response:
+    svc = _service(request)
+    if not _HEX.match(graph_hex):
+        raise NotFound("no such graph: not a lowercase sha256 hex digest")
+    if runtime is not None and (len(runtime) > 64 or not re.match(RUNTIME_PATTERN, runtime)):
+        raise InvalidRequest(f"runtime must be an IREE runtime version, not {runtime[:40]!r}")
+    rt = _tuning_runtime(request.headers.get("x-kiln-runtime"), runtime)
+    out = await anyio.to_thread.run_sync(partial(svc.tuning.evidence, graph_hex, target, rt))
+    return _json(out)

@@ -28,6 +28,7 @@ from .jobs import Jobs, job_store
 from .limits import UploadBudget
 from .metrics import Metrics
 from .settings import Settings
+from .tuning import DiskTuningStore, RedisTuningStore, TuningService
 
 __all__ = ["Service"]
 
@@ -100,6 +101,13 @@ class Service:
         self.params = ArtifactServer(  # parameter archives: GET /v1/params/{hex}
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item,
             media_type=PARAMS_MEDIA_TYPE, accept=is_archive, what="parameter archive",
+        )
+        # Tuning records: in Redis when configured (cluster-wide), else beside the disk cache.
+        self.tuning = TuningService(
+            RedisTuningStore(self.cache.redis) if self.cache.redis is not None
+            else DiskTuningStore(self.cache_dir),
+            self.authority, auth_enabled=auth.enabled, accept_any=s.tuning_accept == "any",
+            max_reports=s.tuning_max_reports, hook=metrics.on_tuning,
         )
         metrics.track(
             queue_depth=lambda: compile_pool.queue_depth,

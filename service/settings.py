@@ -96,6 +96,15 @@ class Settings(BaseSettings):
     queue_wait_timeout: float = Field(3600.0, gt=0)
     #: Seconds a job (``POST /v1/jobs``) is kept after its last change, with its graph.
     job_ttl: float = Field(86400.0, ge=60)
+    #: Who may post tuning records (``POST /v1/tuning``): ``authenticated`` (a bearer token; a
+    #: server without tokens then refuses every record, 403 ``tuning_forbidden``, because an
+    #: anonymous record would steer every client's executable choice) or ``any``.
+    tuning_accept: Literal["authenticated", "any"] = "authenticated"
+    #: Tuning records kept per (graph, target, runtime), the oldest dropped first; one submitter
+    #: (token) keeps at most a quarter of them.
+    tuning_max_reports: int = Field(32, ge=4, le=1024)
+    #: Largest ``POST /v1/tuning`` body, bytes.
+    tuning_max_body_bytes: int = Field(64 << 10, ge=1024, le=1 << 20)
     log_level: str = "info"
     #: Log one JSON line per request (access log).
     access_log: bool = True

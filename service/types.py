@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from kiln.compiler.pipeline import MAX_TARGETS
 from kiln.targets import kinds
 from kiln.targets.options import OPTIONS
+from kiln.targets.presets import PRESETS
 
 from .errors import ErrorInfo
 
@@ -33,6 +34,9 @@ __all__ = [
     "Readiness",
     "TargetErrorOut",
     "TargetsResponse",
+    "TuningAccepted",
+    "TuningEvidence",
+    "TuningRecordIn",
     "options_schema",
     "target_schema",
 ]
@@ -214,3 +218,107 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready"]
     checks: dict[str, str] = Field(description="each check -> \"ok\"")
+
+
+# -- tuning records (POST /v1/tuning, GET /v1/tuning/{graph_hex}; service/tuning.py) -------------
+
+#: An IREE runtime version as ``X-Kiln-Runtime`` carries it.
+RUNTIME_PATTERN = r"^[0-9]+\.[0-9]+[.A-Za-z0-9_+-]*$"
+_PRESET = Annotated[str, WithJsonSchema({"type": "string", "enum": list(PRESETS)})]
+_GRAPH_DIGEST = Field(pattern="^sha256:[0-9a-f]{64}$",
+                      description="sha256:<hex> of the graph's canonical form (/v1/compile's "
+                      "graph_digest)")
+
+
+class TuningTime(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    median_ms: float = Field(description="median call time, milliseconds (positive, finite)")
+    samples: int = Field(description="timed calls behind the median (at least 3)")
+
+
+class TuningDevice(BaseModel):
+    """What the record was measured on; ``kind`` and ``name`` make its device class."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["cpu", "gpu"]
+    name: str = Field(min_length=1, max_length=200,
+                      description="the CPU model or the GPU's name")
+    features: str = Field("", max_length=1000,
+                          description="CPU: the Kiln CPU target (name and feature deltas)")
+    driver: str = Field("", max_length=64, description="the IREE driver, e.g. local-task")
+
+
+class TuningRecordIn(BaseModel):
+    """``POST /v1/tuning``: one autotune result (kiln/client/autotune.py). Refused (422
+    tuning_rejected) unless the chosen preset is the fastest of ``times``, every preset is
+    allow-listed, ``default`` is timed, each time has 3 samples or more and is positive and
+    finite; refused (409 tuning_outlier) when its speedup is more than 2x away from the median
+    of the records kept for the same graph, target, runtime and device class."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    graph_digest: str = _GRAPH_DIGEST
+    target: Target
+    runtime: str | None = Field(
+        None, pattern=RUNTIME_PATTERN, max_length=64,
+        description="the IREE runtime version it ran on; default: the X-Kiln-Runtime header "
+        "(both given: they must agree)")
+    preset: _PRESET = Field(description="the preset chosen: the fastest of times")
+    times: dict[_PRESET, TuningTime] = Field(
+        min_length=1, max_length=len(PRESETS),
+        description="per preset timed: its median time and sample count (default included)")
+    device: TuningDevice
+
+
+class TuningRecordOut(BaseModel):
+    """An accepted record, as the server signed and keeps it."""
+
+    id: str = Field(description="arrival time (ns) and a hash: the order records age out in")
+    graph_digest: str
+    target: str = Field(description="the normalized target")
+    runtime: str
+    preset: str
+    times: dict[str, TuningTime]
+    device: dict[str, str]
+    device_class: str = Field(description="kind:name (lower case): outliers are judged "
+                              "against records of the same class")
+    speedup: float = Field(description="default's median time / the chosen preset's")
+    received: float = Field(description="seconds since the epoch")
+    submitter: str = Field(description="who posted it: the bearer token's hash (token:...) or "
+                           "the address's (addr:...)")
+
+
+class TuningPresetOut(BaseModel):
+    preset: str
+    median_speedup: float = Field(description="median over the records of default's time / "
+                                  "this preset's")
+    reports: int = Field(description="records that timed this preset")
+
+
+class TuningChoiceOut(TuningPresetOut):
+    options: dict[str, str] = Field(description="the compile options of the choice ({} for "
+                                    "default)")
+
+
+class TuningEvidence(BaseModel):
+    """``GET /v1/tuning/{graph_hex}``: the accepted records, per preset the median speedup,
+    and the choice (the best median; default wins ties; null without records)."""
+
+    graph_digest: str
+    target: str = Field(description="the normalized target")
+    runtime: str
+    choice: TuningChoiceOut | None
+    presets: list[TuningPresetOut]
+    records: list[TuningRecordOut]
+    provenance: DsseEnvelope | None = Field(
+        description="a DSSE envelope, signed by the server's key, over an in-toto statement "
+        "whose subject is the graph and whose predicate (type https://kiln.invalid/tuning/v1, "
+        "kind evidence) is this object without provenance; null without a choice")
+
+
+class TuningAccepted(BaseModel):
+    id: str
+    speedup: float
+    evidence: TuningEvidence

@@ -35,6 +35,8 @@ ROUTES = {
     "/v1/params/{hex}": {"get", "head"},
     "/v1/params/{hex}/provenance": {"get"},
     "/v1/keys": {"get"},
+    "/v1/tuning": {"post"},
+    "/v1/tuning/{graph_hex}": {"get"},
     "/v1/targets": {"get", "head"},
     "/healthz": {"get", "head"},
     "/readyz": {"get", "head"},

@@ -24,6 +24,10 @@ Memory: the choice is stored as one small JSON file per key under ``$KILN_CLIENT
 driver, device: the CPU model and Kiln CPU target, or the GPU's name), and ``TUNING_KEY_VERSION``.
 A later call with the same key returns the stored choice without compiling (``cached=True``).
 Writes are atomic (temp file + rename); an unreadable entry is ignored and re-tuned.
+
+Fleet (kiln/client/tuning.py): ``advice()`` is asked before tuning; a preset it names (one of
+``candidates`` when they are given) is the choice, stored like a measured one, with no compile
+and no timing (``source="fleet"``). ``report(result)`` is called after a measurement.
 """
 
 from __future__ import annotations
@@ -65,8 +69,10 @@ class TuneResult:
     """What autotune chose. ``options`` are to be passed to later compiles (``{}`` = defaults).
 
     ``timings_ms``: preset → median call time in milliseconds on this machine (empty when
-    ``cached`` and the entry was written by an older version). ``compiles``: how many compiles
-    this call requested (0 when ``cached``).
+    ``cached`` and the entry was written by an older version, or when the choice came from the
+    fleet); ``samples``: preset → timed calls behind it. ``compiles``: how many compiles this
+    call requested (0 when ``cached``). ``source``: ``measured`` here, ``stored`` (read back) or
+    ``fleet`` (the server's choice, kiln/client/tuning.py).
     """
 
     preset: str
@@ -77,6 +83,8 @@ class TuneResult:
     compiles: int = 0
     runtime: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    samples: dict[str, int] = field(default_factory=dict)
+    source: str = "measured"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +96,8 @@ class TuneResult:
             "compiles": self.compiles,
             "runtime": dict(self.runtime),
             "skipped": dict(self.skipped),
+            "samples": dict(self.samples),
+            "source": self.source,
         }
 
 
@@ -110,6 +120,8 @@ def autotune(
     repeats: int = 15,
     cache_dir: str | os.PathLike[str] | None = None,
     refresh: bool = False,
+    advice: Callable[[], str | None] | None = None,
+    report: Callable[[TuneResult], None] | None = None,
 ) -> TuneResult:
     """Tune ``graph`` (ONNX or MLIR bytes) for ``target`` on this machine; see the module doc.
 
@@ -118,7 +130,8 @@ def autotune(
     executable's first exported function. ``candidates`` are preset names (``"default"`` is
     always added first); by default the presets that differ for this graph's class.
     ``refresh=True`` re-tunes even when a choice is stored. Raises ``InvalidRequest`` for an
-    unknown preset and the ``default`` compile's own error if even that fails.
+    unknown preset and the ``default`` compile's own error if even that fails. ``advice`` and
+    ``report``: the fleet's hooks (module docstring); neither may raise.
     """
     from kiln.client.runtime import driver_for_target
     from kiln.targets.presets import PRESETS, autotune_presets
@@ -139,7 +152,14 @@ def autotune(
                 key=key,
                 cached=True,
                 runtime=runtime,
+                source="stored",
             )
+        preset = advice() if advice is not None else None
+        if preset is not None and (candidates is None or preset in ("default", *candidates)):
+            told = TuneResult(preset=preset, options=_options_for(preset), timings_ms={},
+                              key=key, cached=False, runtime=runtime, source="fleet")
+            _write_entry(entry, {**told.to_json(), "target": target, "created": time.time()})
+            return told
 
     kind = target.split(":", 1)[0]
     names = list(candidates) if candidates is not None else list(
@@ -216,8 +236,11 @@ def autotune(
         compiles=compiles,
         runtime=runtime,
         skipped=skipped,
+        samples={n: len(v) for n, v in times.items()},
     )
     _write_entry(entry, {**result.to_json(), "target": target, "created": time.time()})
+    if report is not None:
+        report(result)
     return result
 
 

@@ -404,14 +404,11 @@ class _Base:
 
     def _tune(self, data: bytes, target: str, fmt: str | None,
               run: Callable[[Plan[Any]], Any]) -> dict[str, Any]:
-        """Autotuned options for ``target`` (blocking: it times executables here)."""
-        from kiln.client.autotune import tuned_options
+        """Autotuned options for ``target`` (blocking: it times executables here): the local
+        choice, else the server's, else measured here and posted (kiln/client/tuning.py)."""
+        from kiln.client.tuning import tune
 
-        def compile_with(opts: Any) -> bytes:
-            return run(self._artifact(data, target, dict(opts) or None, fmt))[0]
-
-        return tuned_options(data, target=target, compile=compile_with,
-                             cache_dir=self.cache.root / "tuning")
+        return tune(self, data, target, fmt, run).options
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -722,3 +719,8 @@ class AsyncClient(_Base):
 from kiln.client.jobs import attach as _attach_jobs  # noqa: E402
 
 _attach_jobs(Client, AsyncClient)
+
+# Fleet-wide autotune (GET/POST /v1/tuning): tune (kiln/client/tuning.py).
+from kiln.client.tuning import attach as _attach_tuning  # noqa: E402
+
+_attach_tuning(Client, AsyncClient)

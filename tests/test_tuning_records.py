@@ -1,0 +1,258 @@
+"""Fleet-wide tuning records against a real ``kiln serve`` (tokens on): two clients on this CPU,
+the first tunes for real and posts its record, the second uses that choice without a compile or
+a timing run of its own; records that are anonymous, contradict themselves, stray from their
+peers or were forged are refused, by the server or by a client that pins the server's key."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+import kiln.client.autotune as autotune_mod
+from kiln import Client
+from kiln.client.resolver import candidates as detect
+from kiln.client.sdk import runtime_version
+from kiln.provenance import TUNING_PREDICATE_TYPE, KeyRing
+from kiln.service.tuning import tuning_key
+from tests.graphs import onnx_mlp
+from tests.server import KilnServer, kiln_server
+
+TOKENS = "tuner-a,tuner-b"
+PRESETS = ["default", "baseline"]
+RUNTIME = "3.13.0"
+SYNTHETIC = "ab" * 32  # a graph digest no client compiled: records alone
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilnServer]:
+    with kiln_server(tmp_path_factory, workers=1, tokens=TOKENS, access_log="false") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def pem(srv: KilnServer) -> str:
+    pem: str = srv.client().get("/v1/keys").json()[0]["public_key_pem"]
+    return pem
+
+
+class Recording(httpx.HTTPTransport):
+    """Every request's method and path; with ``forge``, answers of GET /v1/tuning/... have their
+    choice swapped to ``forge`` (in the JSON and in the signed payload, signature kept)."""
+
+    def __init__(self, forge: str | None = None) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, str]] = []
+        self.forge = forge
+        self.forged = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append((request.method, request.url.path))
+        resp = super().handle_request(request)
+        if self.forge is None or not request.url.path.startswith("/v1/tuning/"):
+            return resp
+        doc = json.loads(resp.read())
+        if doc.get("choice") is not None:
+            doc["choice"]["preset"] = self.forge
+            env = doc["provenance"]
+            stmt = json.loads(base64.b64decode(env["payload"]))
+            stmt["predicate"]["choice"]["preset"] = self.forge
+            env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+            self.forged += 1
+        return httpx.Response(resp.status_code, json=doc)
+
+    def count(self, method: str, prefix: str) -> int:
+        return sum(1 for m, p in self.requests if m == method and p.startswith(prefix))
+
+
+class TimingCalls:
+    """Counts the executables autotune loads to time (kiln.client.autotune._load)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        inner = autotune_mod._load
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return inner(*args, **kwargs)
+
+        monkeypatch.setattr(autotune_mod, "_load", counting)
+
+
+def host_cpu() -> str:
+    return detect("cpu")[0].target
+
+
+def record(preset: str, default_ms: float, chosen_ms: float, *, samples: int = 5,
+           name: str = "Test CPU 9000", graph: str = SYNTHETIC) -> dict[str, Any]:
+    times = {"default": {"median_ms": default_ms, "samples": samples}}
+    if preset != "default":
+        times[preset] = {"median_ms": chosen_ms, "samples": samples}
+    return {"graph_digest": f"sha256:{graph}", "target": "cpu", "preset": preset,
+            "times": times, "device": {"kind": "cpu", "name": name}}
+
+
+def post(srv: KilnServer, body: dict[str, Any], **kw: Any) -> httpx.Response:
+    return srv.client(**kw).post("/v1/tuning", json=body, headers={"X-Kiln-Runtime": RUNTIME})
+
+
+def evidence(srv: KilnServer, graph_hex: str, target: str, runtime: str) -> dict[str, Any]:
+    r = srv.client().get(f"/v1/tuning/{graph_hex}", params={"target": target,
+                                                            "runtime": runtime})
+    assert r.status_code == 200, r.text
+    doc: dict[str, Any] = r.json()
+    return doc
+
+
+def test_the_second_client_uses_the_first_ones_choice_without_tuning(
+    srv: KilnServer, pem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    graph, target, runtime = onnx_mlp(), host_cpu(), runtime_version()
+    assert runtime is not None
+    timing = TimingCalls(monkeypatch)
+
+    # The first client tunes here (two presets compiled and timed) and posts what it measured.
+    wire1 = Recording()
+    with Client(srv.url, token="tuner-a", cache_dir=tmp_path / "c1", transport=wire1) as c1:
+        first = c1.tune(graph, target, candidates=PRESETS, repeats=3)
+    assert first.source == "measured" and first.compiles == 2 and timing.calls == 2
+    assert set(first.timings_ms) == set(PRESETS) and first.samples == dict.fromkeys(PRESETS, 3)
+    assert wire1.count("POST", "/v1/tuning") == 1
+
+    answer = srv.client().post("/v1/compile", json={
+        "graph": {"format": "onnx", "encoding": "base64",
+                  "data": base64.b64encode(graph).decode()}, "targets": [target],
+    }).json()
+    (art,), graph_hex = answer["artifacts"], answer["graph_digest"].removeprefix("sha256:")
+    doc = evidence(srv, graph_hex, art["target"], runtime)
+    (rec,) = doc["records"]
+    assert rec["preset"] == first.preset and rec["submitter"].startswith("token:")
+    assert rec["times"]["default"] == {"median_ms": first.timings_ms["default"], "samples": 3}
+    assert doc["choice"]["preset"] == first.preset
+    # The evidence is signed by the server's key, about this graph, target and runtime.
+    stmt = KeyRing.from_pems([pem]).open(doc["provenance"], predicate_type=TUNING_PREDICATE_TYPE)
+    assert stmt["subject"][0]["digest"]["sha256"] == graph_hex
+    assert stmt["predicate"]["choice"] == doc["choice"]
+    assert stmt["predicate"]["records"] == doc["records"]
+
+    # The second client (its own cache, the server's key pinned) loads with autotune: the
+    # server's choice, with no compile and no timing run of its own, and posts nothing.
+    wire2 = Recording()
+    with Client(srv.url, token="tuner-b", cache_dir=tmp_path / "c2", transport=wire2,
+                trusted_keys=[pem]) as c2:
+        mod = c2.load(graph, device="cpu", autotune=True)
+    assert timing.calls == 2  # none more
+    (entry,) = (tmp_path / "c2" / "tuning").glob("*.json")
+    stored = json.loads(entry.read_text())
+    assert (stored["source"], stored["preset"], stored["compiles"]) == (
+        "fleet", first.preset, 0)
+    assert wire2.count("GET", "/v1/tuning/") == 1 and wire2.count("POST", "/v1/tuning") == 0
+    # One compile request for the graph digest (the default preset's, a server cache hit),
+    # one more only when the choice is another preset.
+    assert wire2.count("POST", "/v1/compile") == (1 if first.preset == "default" else 2)
+    assert mod.target == art["target"]
+    y = mod.mlp(np.ones((4, 8), np.float32))
+    assert y.shape == (4, 3)
+
+    # A third client pins the key, but a man in the middle swaps the choice: refused, it tunes.
+    forged = "baseline" if first.preset == "default" else "default"
+    wire3 = Recording(forge=forged)
+    with caplog.at_level(logging.WARNING, logger="kiln.client.tuning"), Client(
+        srv.url, token="tuner-b", cache_dir=tmp_path / "c3", transport=wire3,
+        trusted_keys=[pem],
+    ) as c3:
+        third = c3.tune(graph, target, candidates=PRESETS, repeats=3)
+    assert wire3.forged == 1
+    assert third.source == "measured" and third.compiles == 2 and timing.calls == 4
+    assert "refusing the server's tuning choice" in caplog.text
+    assert "signature does not verify" in caplog.text
+    assert len(evidence(srv, graph_hex, art["target"], runtime)["records"]) == 2
+
+    served = srv.metric("kiln_tuned_serves_total")
+    assert served >= 3  # the evidence above, the second client's, the forged one's
+    page = srv.client().get("/").text  # the status page's "Now" tiles
+    assert re.search(rf'id="tuned-serves"[^>]*>{int(served)}<', page)
+    assert re.search(r'id="tuning-accepted"[^>]*>\d+<', page)
+
+
+def test_records_are_taken_from_authenticated_clients_only(
+    srv: KilnServer, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    body = record("baseline", 3.0, 2.0, graph="cd" * 32)
+    assert post(srv, body, token="").status_code == 401
+    r = post(srv, body, token="not-a-token")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    assert evidence(srv, "cd" * 32, "cpu", RUNTIME)["records"] == []
+    # A server without tokens cannot tell who posts: it keeps none unless told to.
+    with kiln_server(tmp_path_factory, workers=1, access_log="false") as open_srv:
+        r = post(open_srv, body)
+        assert r.status_code == 403
+        err = r.json()["error"]
+        assert err["code"] == "tuning_forbidden" and "KILN_TUNING_ACCEPT=any" in err["message"]
+        assert open_srv.metric("kiln_tuning_records_total", result="rejected") == 1
+
+
+def test_records_that_contradict_themselves_or_their_peers_are_refused(
+    srv: KilnServer,
+) -> None:
+    before = srv.metric("kiln_tuning_records_total", result="rejected")
+    for body, reason in [
+        (record("baseline", 2.0, 3.0), "not_fastest"),       # the choice is slower than default
+        (record("baseline", 3.0, 2.0, samples=2), "samples"),
+        (record("baseline", 3.0, -2.0), "times"),
+        (record("warp-speed", 3.0, 2.0), "preset"),
+        ({**record("default", 2.0, 0), "times": {"baseline": {"median_ms": 1.0,
+                                                              "samples": 5}}}, "preset"),
+    ]:
+        r = post(srv, body)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["code"] == "tuning_rejected"
+        assert r.json()["error"]["detail"]["reason"] == reason
+    # Three records of one device class agree on about 1.5x: kept.
+    for default_ms in (3.0, 3.1, 2.9):
+        r = post(srv, record("baseline", default_ms, 2.0))
+        assert r.status_code == 200, r.text
+    # A fourth claims 5x: more than 2x from their median, refused; on another CPU it is kept.
+    r = post(srv, record("baseline", 10.0, 2.0))
+    assert r.status_code == 409 and r.json()["error"]["code"] == "tuning_outlier"
+    assert r.json()["error"]["detail"]["peers"] == 3
+    assert post(srv, record("baseline", 10.0, 2.0, name="Other CPU")).status_code == 200
+    assert srv.metric("kiln_tuning_records_total", result="rejected") == before + 6
+
+    doc = evidence(srv, SYNTHETIC, "cpu", RUNTIME)
+    assert doc["target"] == "cpu:x86_64:generic" and len(doc["records"]) == 4
+    assert doc["choice"] == {"preset": "baseline", "median_speedup": 1.525, "reports": 4,
+                             "options": {"preset": "baseline"}}
+    assert {p["preset"]: p["median_speedup"] for p in doc["presets"]} == {
+        "default": 1.0, "baseline": 1.525}  # median of 1.45, 1.5, 1.55 and 5
+
+
+def test_a_forged_record_in_the_store_is_never_served(srv: KilnServer) -> None:
+    graph = "ef" * 32
+    assert post(srv, record("baseline", 3.0, 2.0, graph=graph)).status_code == 200
+    assert post(srv, record("baseline", 3.3, 2.0, graph=graph)).status_code == 200
+    key = tuning_key(graph, "cpu:x86_64:generic", RUNTIME)
+    path = srv.cache_dir / "v1" / "tuning" / key[:2] / f"{key}.json"
+    stored = json.loads(path.read_text())
+    rid, env_text = sorted(stored["reports"].items())[0]
+    env = json.loads(env_text)
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    stmt["predicate"]["times"]["baseline"]["median_ms"] = 0.1  # a 30x "speedup", same signature
+    env["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    stored["reports"][rid] = json.dumps(env)
+    path.write_text(json.dumps(stored))
+    before = srv.metric("kiln_tuning_records_total", result="forged")
+    doc = evidence(srv, graph, "cpu", RUNTIME)
+    assert [r["id"] for r in doc["records"]] == sorted(stored["reports"])[1:]
+    assert doc["choice"]["median_speedup"] == 1.65
+    assert srv.metric("kiln_tuning_records_total", result="forged") == before + 1
+    assert rid not in json.loads(path.read_text())["reports"]  # removed
