@@ -23,6 +23,7 @@ from kiln.client.resolver import candidates as detect
 from kiln.client.sdk import runtime_version
 from kiln.provenance import TUNING_PREDICATE_TYPE, KeyRing
 from kiln.service.tuning import tuning_key
+from tests.conftest_redis import RedisServer
 from tests.graphs import onnx_mlp
 from tests.server import KilnServer, kiln_server
 
@@ -256,3 +257,43 @@ def test_a_forged_record_in_the_store_is_never_served(srv: KilnServer) -> None:
     assert doc["choice"]["median_speedup"] == 1.65
     assert srv.metric("kiln_tuning_records_total", result="forged") == before + 1
     assert rid not in json.loads(path.read_text())["reports"]  # removed
+
+
+@pytest.mark.redis
+def test_records_are_shared_by_replicas_through_redis(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    graph = "12" * 32
+    settings = {"workers": 1, "tokens": TOKENS, "access_log": "false",
+                "redis_url": redis_server.url}
+    with kiln_server(tmp_path_factory, **settings) as a, kiln_server(tmp_path_factory,
+                                                                      **settings) as b:
+        assert post(a, record("baseline", 3.0, 2.0, graph=graph)).status_code == 200
+        doc = evidence(b, graph, "cpu", RUNTIME)  # the other replica, its own disk cache
+        assert len(doc["records"]) == 1 and doc["choice"]["preset"] == "baseline"
+        key = tuning_key(graph, "cpu:x86_64:generic", RUNTIME)
+        assert redis_server.command("HLEN", f"kiln:v1:tuning:{key}") == b":1\r\n"
+        assert not (a.cache_dir / "v1" / "tuning").exists()
+
+
+def test_an_open_server_keeps_records_when_told_to_and_bounds_each_submitter(
+    tmp_path: Path,
+) -> None:
+    from kiln.errors import TuningForbidden
+    from kiln.provenance import Authority, Signer
+    from kiln.service.tuning import DiskTuningStore, TuningService
+
+    def service(**kw: Any) -> TuningService:
+        return TuningService(DiskTuningStore(tmp_path), Authority(Signer.generate()),
+                             auth_enabled=False, max_reports=8,
+                             normalize=lambda t: "cpu:x86_64:generic", **kw)
+
+    with pytest.raises(TuningForbidden):
+        service().submit(record("baseline", 3.0, 2.0), runtime=RUNTIME, submitter="addr:1")
+    open_ = service(accept_any=True)  # KILN_TUNING_ACCEPT=any
+    for default_ms in (3.0, 3.1, 2.9):  # one submitter keeps a quarter of max_reports: 2
+        open_.submit(record("baseline", default_ms, 2.0), runtime=RUNTIME, submitter="addr:1")
+    open_.submit(record("baseline", 3.2, 2.0), runtime=RUNTIME, submitter="addr:2")
+    doc = open_.evidence(SYNTHETIC, "cpu", RUNTIME)
+    assert [(r["submitter"], r["times"]["default"]["median_ms"]) for r in doc["records"]] == [
+        ("addr:1", 3.1), ("addr:1", 2.9), ("addr:2", 3.2)]
