@@ -172,20 +172,20 @@ class RedisJobStore:
         return None if jid is None else await self.get(jid.decode())
 
     async def create(self, doc: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
-        fp = plan["fingerprint"]
-        fkey = _PREFIX + "jobfp:" + fp
-        for _ in range(3):
-            if await self._call(self.client.set, fkey, doc["id"], nx=True, ex=self.ttl):
-                break
-            other = await self.by_fingerprint(fp)
-            if other is not None and other["state"] not in FINAL:
-                return other
-            await self._call(self.client.delete, fkey)  # a finished or expired job's
-        else:  # pragma: no cover - three races lost in a row
-            raise Overloaded("could not record the job; try again", retry_after=1)
-        await self._call(self.client.set, _PREFIX + "jobplan:" + doc["id"],
+        # The job is written before it is named under its fingerprint, so a replica that finds
+        # the name always finds the job.
+        jid = doc["id"]
+        await self._call(self.client.set, _PREFIX + "jobplan:" + jid,
                          json.dumps(plan, separators=(",", ":")), ex=self.ttl)
         await self.put(doc)
+        fkey = _PREFIX + "jobfp:" + plan["fingerprint"]
+        if await self._call(self.client.set, fkey, jid, nx=True, ex=self.ttl):
+            return doc
+        other = await self.by_fingerprint(plan["fingerprint"])
+        if other is not None and other["state"] not in FINAL:
+            await self._call(self.client.delete, _PREFIX + "job:" + jid, _PREFIX + "jobplan:" + jid)
+            return other
+        await self._call(self.client.set, fkey, jid, ex=self.ttl)  # a finished job's name
         return doc
 
     async def get(self, job_id: str) -> dict[str, Any] | None:

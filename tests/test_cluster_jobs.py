@@ -52,7 +52,8 @@ def chain(layers: int, seed: float) -> str:
            "func.func @main(%x: tensor<16x32xf32>, %w: tensor<32x32xf32>) -> tensor<16x32xf32> {",
            f"  %seed = arith.constant {seed!r} : f32",
            "  %empty = tensor.empty() : tensor<16x32xf32>",
-           "  %fill = linalg.fill ins(%seed : f32) outs(%empty : tensor<16x32xf32>) -> tensor<16x32xf32>"]
+           "  %fill = linalg.fill ins(%seed : f32) outs(%empty : tensor<16x32xf32>) "
+           "-> tensor<16x32xf32>"]
     cur = "%x"
     for k in range(layers):
         out += [
@@ -193,11 +194,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             os.environ.update({k: v for k, v in s3[1].items() if k.startswith("AWS_")})
             stack.callback(lambda: [os.environ.pop(k, None) if v is None else
                                     os.environ.__setitem__(k, v) for k, v in saved.items()])
-        apis = [stack.enter_context(kiln_server(root / f"api-{n}", **common)) for n in "ab"]
+        # Replicas and workers start at once (each takes seconds on a busy machine).
+        cms = [kiln_server(root / f"api-{n}", **common) for n in "ab"]
         workers: list[Worker] = []
         stack.callback(lambda: [w.stop() for w in workers])
-        for n in (1, 2):
-            workers.append(Worker.start(root / f"worker-{n}", f"w{n}", rs.url, key_file, s3=s3))
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            api_futs = [ex.submit(cm.__enter__) for cm in cms]
+            worker_futs = [ex.submit(Worker.start, root / f"worker-{n}", f"w{n}", rs.url,
+                                     key_file, s3=s3) for n in (1, 2)]
+            for cm, fut in zip(cms, api_futs, strict=True):
+                with contextlib.suppress(Exception):
+                    fut.result()
+                    stack.push(cm.__exit__)
+            workers += [f.result() for f in worker_futs]
+            apis = [f.result() for f in api_futs]
         yield Cluster(rs, apis, workers, key_file, root, swift, s3)
 
 

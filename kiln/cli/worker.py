@@ -20,7 +20,8 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "worker", allow_abbrev=False, help="run a compile worker on the shared queue (cluster mode)",
+        "worker", allow_abbrev=False,
+        help="run a compile worker on the shared queue (cluster mode)",
         description="Consume compile jobs from Redis (Celery) and file results in the shared "
         "cache. Every flag also reads a KILN_* variable; flags win.",
     )

@@ -115,7 +115,8 @@ class _SyncJobs:
     def submit(self: Any, graph: Any, *, targets: Any, options: dict[str, Any] | None = None,
                format: str | None = None) -> Job:
         """Start compiling on the server; the job, at once (identical in-flight jobs share one)."""
-        return self._run(_submit(self, graph, targets, options, format))  # type: ignore[no-any-return]
+        plan = _submit(self, graph, targets, options, format)
+        return self._run(plan)  # type: ignore[no-any-return]
 
     def job(self: Any, job_id: str, *, wait: float = 0.0) -> Job:
         """The job now, or (``wait`` > 0, at most 60 s) as soon as its state or progress changes."""
@@ -138,14 +139,16 @@ class _SyncJobs:
 class _AsyncJobs:
     async def submit(self: Any, graph: Any, *, targets: Any,
                      options: dict[str, Any] | None = None, format: str | None = None) -> Job:
-        return await self._run(_submit(self, graph, targets, options, format))  # type: ignore[no-any-return]
+        plan = _submit(self, graph, targets, options, format)
+        return await self._run(plan)  # type: ignore[no-any-return]
 
     async def job(self: Any, job_id: str, *, wait: float = 0.0) -> Job:
         return await self._run(_get(self, job_id, wait))  # type: ignore[no-any-return]
 
     async def wait(self: Any, job: Job | str, *, timeout: float | None = None,
                    on_progress: Callable[[Job], None] | None = None) -> RemoteCompileResult:
-        return await self._run(_wait(self, job, timeout, on_progress))  # type: ignore[no-any-return]
+        plan = _wait(self, job, timeout, on_progress)
+        return await self._run(plan)  # type: ignore[no-any-return]
 
     async def compile_job(self: Any, graph: Any, *, targets: Any,
                           options: dict[str, Any] | None = None, format: str | None = None,
