@@ -298,3 +298,28 @@ def test_gc_and_verify_keep_an_archive_no_record_names(tmp_path: Path) -> None:
         assert cache.gc().removed_blobs == 0 and cache.verify().corrupt == 0
         assert cache.read_blob(digest) == data
         assert cache.provenance(digest) is not None  # signed, and the envelope verifies
+
+
+@pytest.mark.redis
+def test_an_archive_reaches_the_shared_tier_and_one_made_while_it_was_down_follows(
+    redis_server: Any, tmp_path: Path
+) -> None:
+    from kiln.cache import open_cache
+    from kiln.client.params import is_stored_blob
+    from kiln.provenance import Authority, Signer
+
+    auth = Authority(Signer.generate())
+    up, later = b"IRPA" + b"\x01" * 4096, b"IRPA" + b"\x02" * 4096
+
+    def replica(name: str) -> Any:
+        return open_cache(cache_dir=tmp_path / name, redis_url=redis_server.url, authority=auth,
+                          accept_blob=is_stored_blob, redis_retry_interval=0.05)
+
+    with replica("a") as a, replica("b") as b:
+        d_up = a.put_params(up, graph_digest="sha256:" + "1" * 64)
+        assert b.read_blob(d_up) == up and b.provenance(d_up) is not None  # via Redis
+        redis_server.kill()
+        d_later = a.put_params(later, graph_digest="sha256:" + "1" * 64)  # kept on a's disk
+        redis_server.start()  # back, empty
+        assert a.storage.catch_up() == 1
+        assert b.read_blob(d_later) == later and b.provenance(d_later) is not None
