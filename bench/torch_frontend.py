@@ -144,6 +144,16 @@ def rebind(calls: int) -> str:
             f"a plain call {statistics.median(plain) * 1e6:.1f} µs (medians).")
 
 
+def set_threads(n: int) -> None:
+    """``n`` threads for eager and inductor (torch's intra-op pool) and for IREE's local-task
+    workers (its task topology); before any device exists."""
+    import iree.runtime as rt
+    import torch
+
+    torch.set_num_threads(n)
+    rt.flags.parse_flags(f"--task_topology_group_count={n}")
+
+
 def per_call(rounds: int, calls: int) -> tuple[list[str], dict[str, Any]]:
     import torch
 
@@ -256,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--first-reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads for torch and IREE's local-task (1: what a shared machine "
+                         "gives each; 2 threads on 2 busy cores time the other sessions' load)")
     ap.add_argument("--record", action="store_true", help="replace the section in RESULTS.md")
     ap.add_argument("--first-call-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -263,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         first_call_child(args.first_call_child)
         return 0
     os.environ.setdefault("KILN_CACHE_DIR", tempfile.mkdtemp(prefix="kiln-bench-torch-"))
+    set_threads(args.threads)
     started = datetime.datetime.now(datetime.UTC)
     load0 = os.getloadavg()[0]
     calls, _ = per_call(args.rounds, args.calls)
@@ -271,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     size_rows = sizes()
     load1 = os.getloadavg()[0]
     head = (f"MLP {IN}-{HIDDEN}-{HIDDEN}-{OUT} (ReLU), batch {BATCH}, float32, under "
-            f"torch.no_grad(); torch {_version('torch')}, IREE {_version('iree-base-runtime')}")
+            f"torch.no_grad(); torch {_version('torch')}, IREE {_version('iree-base-runtime')}; "
+            f"{args.threads} thread(s) for torch and for IREE's local-task (local-sync runs on "
+            f"the caller's)")
     table = "\n".join([
         "| variant | per call (median) | fastest round | / eager (median of rounds) |",
         "|---|---|---|---|", *calls, "", rebinding, "",
@@ -291,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
             f"(1-minute load average {load0:.1f} at the start, {load1:.1f} at the end). {head}. "
             f"{args.rounds} rounds of {args.calls} calls per variant, in a random order each round; "
             f"first calls: median of {args.first_reps} fresh processes each. "
-            f"`.venv/bin/python bench/torch_frontend.py --record`.\n\n{table}\n"
+            f"`.venv/bin/python bench/torch_frontend.py --threads {args.threads} --record`. "
+            f"First calls run with the default threads.\n\n{table}\n"
         )
         marker = f"\n{SECTION}\n"
         if marker in text:
