@@ -278,8 +278,9 @@ class WorkerRuntime:
                     with app.connection_for_write() as conn:
                         qos = conn.default_channel.qos
                         for tag in tags:
-                            qos.restore_by_tag(tag.decode() if isinstance(tag, bytes) else tag,
-                                               leftmost=True)
+                            # Pushed on the end the consumers pop from (publishing pushes on
+                            # the other): the next message any worker takes.
+                            qos.restore_by_tag(tag.decode() if isinstance(tag, bytes) else tag)
                     restored += len(tags)
                     log.info(json.dumps({"event": "requeued", "dead_worker": name,
                                          "messages": len(tags)}))
