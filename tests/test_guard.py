@@ -13,7 +13,8 @@ pytest.importorskip("onnxruntime")
 
 from bench import guard  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Timing three models on two ISA levels takes minutes: a bench suite (`scripts/test.sh -m bench`).
+pytestmark = [pytest.mark.slow, pytest.mark.bench]
 
 
 def test_defaults_hold_on_the_guard_sample(capsys: pytest.CaptureFixture[str]) -> None:
