@@ -32,11 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kiln.compiler.pipeline import Pipeline
 from kiln.dialects.types import GraphFormat
 from kiln.targets import normalize_options, parse_target
 from kiln.targets.toolchain import iree_compile_path
-
-from kiln.compiler.pipeline import Pipeline
 from tests.graphs import LINALG, onnx_mlp
 
 CONV = (ROOT.parent / "shared" / "iree-notes" / "conv4_crashes_gfx9.mlir").read_bytes()

@@ -43,17 +43,17 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kiln.dialects.onnx_fixes import FIXES  # noqa: E402
 from kiln.compiler.pipeline import Pipeline  # noqa: E402
-from tests.conformance.isolated import IsolatedChild  # noqa: E402
+from kiln.dialects.onnx_fixes import FIXES  # noqa: E402
 from kiln.targets import normalize_options, parse_target  # noqa: E402
+from tests.conformance.isolated import IsolatedChild  # noqa: E402
 from tests.conformance.runner import (  # noqa: E402
     KILN_TARGETS,
     TargetResult,
@@ -115,7 +115,7 @@ def machine() -> dict[str, str]:
     except OSError:
         rev = "?"
     return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": f"{cpu}, {os.cpu_count()} cores",
         "python": platform.python_version(),
         "iree_compiler": compiler_identity().version,

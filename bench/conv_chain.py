@@ -35,9 +35,9 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from bench.executables import alternate  # noqa: E402
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.resolver import detect_cpu  # noqa: E402
 from kiln.client.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 
 # ResNet-18's 3x3 stages: (image size, channels).
 SHAPES = ((56, 64), (28, 128), (14, 256), (7, 512))

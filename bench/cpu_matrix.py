@@ -234,10 +234,9 @@ def presets_for(traits: dict[str, int], extra: Iterable[str] = ()) -> list[str]:
 def run(args: argparse.Namespace) -> None:
     from kiln.cache import ArtifactCache
     from kiln.cache.disk import DiskStorage
-    from kiln.targets import normalize_options, parse_target
-
-    from kiln.errors import KilnError
     from kiln.compiler.pipeline import Pipeline
+    from kiln.errors import KilnError
+    from kiln.targets import normalize_options, parse_target
 
     state = load(args.json)
     models = [m for m in args.models.split(",") if m]

@@ -31,8 +31,8 @@ import re
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from bench.models import MODELS, sample_input  # noqa: E402
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.resolver import detect_cpu  # noqa: E402
 from kiln.client.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 
 SECTION = "## Executables vs onnxruntime (bench/executables.py)"
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -213,8 +213,9 @@ def machine() -> str:
     from kiln.client.resolver import detect_cpu
 
     cpu = detect_cpu().model_name or ""
-    import onnxruntime as ort
     from importlib.metadata import version
+
+    import onnxruntime as ort
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.blocking_wait:
         configs["after (default), blocking wait"] = ({}, "local-task", "block")
     target = detect_cpu().target
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
     rows = run(args.models.split(","), configs=configs, repeats=args.repeats, target=target,
                block=args.block, settle=args.settle)

@@ -137,10 +137,10 @@ def _blocks(call: Any, sync: Any, *, block: int) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import iree.runtime as rt
     import numpy as np
     import torch
 
-    import iree.runtime as rt
     from bench.models import MODELS, sample_input
 
     torch.backends.cudnn.allow_tf32 = False

@@ -100,11 +100,10 @@ def levels(names: list[str]) -> list[str]:
 
 def measure(models: list[str], targets: list[str], *, repeats: int = 9,
             block: int = 3) -> list[Pair]:
-    from kiln.targets.presets import autotune_presets
-
     from kiln.client.autotune import cheap_traits
-    from kiln.compiler.pipeline import Pipeline
     from kiln.client.runtime import load_vmfb
+    from kiln.compiler.pipeline import Pipeline
+    from kiln.targets.presets import autotune_presets
 
     pairs = []
     with Pipeline(workers=1, compile_timeout=900) as pipe:

@@ -40,8 +40,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from bench.models import MODELS, sample_input  # noqa: E402
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.resolver import detect_cpu  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 
 _STAT = re.compile(
     r"host_execute (?P<name>\S+)\s+count=(?P<count>\d+) total=(?P<total>[\d.]+) (?P<unit>[mun]?s)"

@@ -52,15 +52,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 import onnx
-from kiln.targets import normalize_options, parse_target
-from kiln.targets.cpu import cpu_model, isa_level
-from kiln.targets.presets import PRESETS
 
 from bench.executables import alternate, machine
 from bench.models import _G, MODELS
-from kiln.compiler.pipeline import Pipeline
 from kiln.client.resolver import detect_cpu
 from kiln.client.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.targets import normalize_options, parse_target
+from kiln.targets.cpu import cpu_model, isa_level
+from kiln.targets.presets import PRESETS
 
 SECTION = "## CPU defaults per ISA level (bench/levels.py)"
 RESULTS = ROOT / "bench" / "RESULTS.md"

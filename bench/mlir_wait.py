@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 
 from bench.executables import alternate  # noqa: E402
 from bench.models import MODELS, sample_input  # noqa: E402
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.resolver import detect_cpu  # noqa: E402
 from kiln.client.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 
 TO_LINALG = ("builtin.module(torch-onnx-to-torch-backend-pipeline, "
              "torch-backend-to-linalg-on-tensors-backend-pipeline)")

@@ -19,8 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from tests.test_models import ATOL, MODELS, RTOL, model_input, reference  # noqa: E402
 
 TARGETS = {"cpu": "local-task", "vulkan": "vulkan", "vulkan:llvmpipe": "vulkan"}

@@ -35,9 +35,9 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 from bench.conv_chain import chain  # noqa: E402
 from bench.executables import alternate  # noqa: E402
-from kiln.compiler.pipeline import Pipeline  # noqa: E402
 from kiln.client.resolver import detect_cpu  # noqa: E402
 from kiln.client.runtime import load_vmfb  # noqa: E402
+from kiln.compiler.pipeline import Pipeline  # noqa: E402
 
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
 G = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]], np.float64)

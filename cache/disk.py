@@ -42,7 +42,6 @@ import fcntl
 import hashlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator

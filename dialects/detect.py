@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterable
 
 from kiln.dialects.types import GraphFormat, InputDialect
-
 from kiln.errors import InvalidGraph
 
 __all__ = [

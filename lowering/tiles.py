@@ -35,7 +35,11 @@ from typing import Any
 
 from kiln.lowering.linalg import (
     PARALLEL as _P,
+)
+from kiln.lowering.linalg import (
     REDUCTION as _R,
+)
+from kiln.lowering.linalg import (
     indexing_maps,
     iterator_types,
     ops_named,

@@ -18,11 +18,10 @@ import re
 import subprocess
 from collections.abc import Sequence
 
+from kiln.errors import UnsupportedTarget
 from kiln.targets.registry import register_target, unsupported
 from kiln.targets.toolchain import iree_compile_path, llvm_cpu_catalog
 from kiln.targets.types import KindInfo, TargetSpec
-
-from kiln.errors import UnsupportedTarget
 
 __all__ = ["ARCHS", "LEVELS", "cpu_features", "cpu_model", "isa_level"]
 

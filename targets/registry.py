@@ -11,9 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from kiln.targets.types import KindInfo, TargetSpec
-
 from kiln.errors import UnsupportedTarget
+from kiln.targets.types import KindInfo, TargetSpec
 
 __all__ = ["TargetKind", "describe_targets", "kinds", "parse_target", "register_target"]
 

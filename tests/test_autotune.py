@@ -11,8 +11,8 @@ import pytest
 
 from kiln.cli.backends import EmbeddedBackend, compile_fn
 from kiln.client.autotune import autotune, cheap_traits, tuned_options
-from kiln.errors import InvalidRequest
 from kiln.compiler.pipeline import Pipeline
+from kiln.errors import InvalidRequest
 from kiln.targets.presets import PRESETS
 from tests.graphs import onnx_mlp
 from tests.test_presets import LINALG_CONV, onnx_cnn

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kiln.cache import Built, CompileKey, open_cache
 
+from kiln.cache import Built, CompileKey, open_cache
 from kiln.cli import cache as cache_cli
 
 

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kiln.cache import Built, CompileKey, open_cache
 from kiln.cache.disk import DiskStorage, default_cache_dir
-
 from kiln.errors import NotFound
 
 

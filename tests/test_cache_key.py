@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+
 from kiln.cache import KEY_VERSION, CompileKey
 
 G1 = "sha256:" + "1" * 64

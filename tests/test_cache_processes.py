@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kiln.cache import Built, CompileKey, open_cache
 from kiln.cache.disk import DiskStorage
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kiln.cache import Built, CompileKey, WritePolicy, open_cache
 from kiln.cache.redis import RedisStorage
-
 from kiln.errors import CacheUnavailable
 
 pytestmark = pytest.mark.redis

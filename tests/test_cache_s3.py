@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kiln.cache import ArtifactCache, Built, CompileKey, open_cache
-from kiln.service.auth import TokenAuth
-from kiln.service.metrics import Metrics
-from kiln.service.service import Service
 
 from kiln import cli
+from kiln.cache import ArtifactCache, Built, CompileKey, open_cache
 from kiln.cli import serve as serve_cli
 from kiln.client.runtime import load_vmfb
 from kiln.errors import CacheUnavailable, NotFound
 from kiln.provenance import Authority, Signer
+from kiln.service.auth import TokenAuth
+from kiln.service.metrics import Metrics
+from kiln.service.service import Service
 from tests.graphs import LINALG
 from tests.server import kiln_server
 from tests.swift import SwiftServer, swift_missing

@@ -13,10 +13,9 @@ import httpx
 import numpy as np
 import pytest
 
-from kiln.client import resolver
-from kiln.client import AsyncClient, Client
-from kiln.errors import IntegrityError
+from kiln.client import AsyncClient, Client, resolver
 from kiln.client.resolver import Candidate
+from kiln.errors import IntegrityError
 from tests.graphs import LINALG, onnx_mlp, onnx_mlp_reference
 from tests.server import kiln_server
 

@@ -300,9 +300,8 @@ def test_the_client_counts_ops_as_the_server_does(pipeline: Pipeline, name: str)
 
 
 def test_the_ops_the_two_counts_once_disagreed_on_are_counted_alike() -> None:
-    from kiln.dialects.traits import op_kind
-
     from kiln.client.autotune import cheap_traits
+    from kiln.dialects.traits import op_kind
 
     assert [op_kind(n) for n in ("onnx.MultiHeadAttention", "tosa.fully_connected",
                                  "torch.aten.addmm", "linalg.depthwise_conv_2d_nhwc_hwc")] == [
@@ -318,7 +317,6 @@ def test_every_cache_folder_comes_from_one_resolver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kiln.cache.disk import default_cache_dir
-
     from kiln.client.autotune import default_tuning_dir
     from kiln.client.cache import default_client_cache_dir
     from kiln.files import cache_home

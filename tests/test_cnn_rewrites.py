@@ -13,8 +13,8 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from kiln.compiler.pipeline import Pipeline
 from kiln.client.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
 from kiln.targets import normalize_options, parse_target
 from tests.graphs import onnx_model
 
@@ -303,9 +303,9 @@ def test_every_1x1_convolution_becomes_a_matmul(pipeline: Pipeline, tmp_path: An
 def test_a_failing_rewrite_is_a_clean_compile_error(
     engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from kiln.compiler.tasks import compile_module
     from kiln.errors import CompileError
     from kiln.lowering import rewrites as layout
-    from kiln.compiler.tasks import compile_module
 
     def boom(module: Any) -> int:
         raise RuntimeError("rewrite bug")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kiln.dialects.types import InputDialect
-from kiln.compiler.pipeline import Pipeline
 from kiln.client.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.dialects.types import InputDialect
 from tests.graphs import CASES, onnx_mlp, onnx_mlp_reference
 
 TARGETS = ["cpu", "vulkan"]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from iree.compiler import ir
 
-from kiln.lowering.entry_points import add_async_entry_points
-from kiln.compiler.pipeline import Pipeline
 from kiln.client.runtime import _polling_invoker_class, load_vmfb
+from kiln.compiler.pipeline import Pipeline
+from kiln.lowering.entry_points import add_async_entry_points
 
 CPU = "cpu:x86_64"
 

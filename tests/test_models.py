@@ -19,8 +19,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from kiln.compiler.pipeline import CompileResult, Pipeline
 from kiln.client.runtime import load_vmfb
+from kiln.compiler.pipeline import CompileResult, Pipeline
 
 RTOL, ATOL = 1e-4, 1e-5
 # ``vulkan`` is the portable default profile; ``vulkan:llvmpipe`` the profile of the Vulkan device

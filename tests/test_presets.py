@@ -9,11 +9,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from kiln.errors import InvalidRequest
+from kiln.client.runtime import load_vmfb
 from kiln.compiler.pipeline import Pipeline
+from kiln.errors import InvalidRequest
 from kiln.targets import normalize_options, parse_target
 from kiln.targets.presets import PRESETS, autotune_presets, merge_flags, preset_flags
-from kiln.client.runtime import load_vmfb
 from tests.graphs import onnx_mlp, onnx_mlp_reference
 
 CPU = "cpu:x86_64:generic"

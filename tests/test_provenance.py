@@ -19,8 +19,8 @@ import pytest
 import redis
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from kiln.cache import Built, CompileKey, open_cache
 
+from kiln.cache import Built, CompileKey, open_cache
 from kiln.errors import IntegrityError
 from kiln.provenance import (
     PAYLOAD_TYPE,

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kiln.targets import parse_target
-from kiln.targets.toolchain import llvm_cpu_catalog
 
 from kiln.client import resolver
 from kiln.client.resolver import CpuInfo, DeviceInfo, detect_cpu, rank
+from kiln.targets import parse_target
+from kiln.targets.toolchain import llvm_cpu_catalog
 
 EMR_FLAGS = (
     "fpu sse sse2 pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c "

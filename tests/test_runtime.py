@@ -14,10 +14,10 @@ import threading
 
 import numpy as np
 import pytest
-from kiln.targets.toolchain import iree_compile_path
 
 from kiln.client.runtime import _polling_invoker_class, load_vmfb
 from kiln.compiler.pipeline import Pipeline
+from kiln.targets.toolchain import iree_compile_path
 from tests import graphs
 from tests.graphs import onnx_model
 

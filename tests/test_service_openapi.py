@@ -20,7 +20,6 @@ from openapi_spec_validator import validate
 
 from kiln.service.types import TARGET_PATTERN
 from kiln.targets.registry import _TARGET_RE, kinds
-
 from tests.graphs import LINALG
 from tests.server import KilnServer, kiln_server
 from tests.test_determinism import REFORMATTED

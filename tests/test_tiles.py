@@ -14,9 +14,9 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from kiln.compiler.pipeline import Pipeline
 from kiln.client.resolver import detect_cpu
 from kiln.client.runtime import load_vmfb
+from kiln.compiler.pipeline import Pipeline
 from kiln.targets import normalize_options, parse_target
 from tests.graphs import onnx_model
 

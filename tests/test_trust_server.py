@@ -175,8 +175,8 @@ def test_the_sdk_verifies_before_loading(srv: KilnServer, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from kiln import IntegrityError
     from kiln.client import Client
-    from kiln.provenance import Signer
     from kiln.client.resolver import Candidate
+    from kiln.provenance import Signer
 
     cpu = [Candidate("cpu", "local-task")]
     pem = _server_pem(srv)

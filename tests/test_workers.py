@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kiln.errors import CompileError, CompileTimeout
-from kiln.compiler.workers import WorkerPool
 from kiln.compiler.tasks import CompileJob
+from kiln.compiler.workers import WorkerPool
+from kiln.errors import CompileError, CompileTimeout
 
 # A module big enough that compiling it takes well over the tiny timeouts below.
 BIG = "\n".join(

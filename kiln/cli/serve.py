@@ -159,9 +159,8 @@ def serve(settings: Any) -> int:
     import uvicorn
 
     from kiln.service.app import create_app
-    from kiln.service.logs import configure_logging
-
     from kiln.service.connections import GuardedHttpProtocol
+    from kiln.service.logs import configure_logging
 
     configure_logging(settings.log_level)
     _raise_fd_limit()

@@ -30,6 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kiln.compiler import kernels
+from kiln.compiler.tasks import Compiled, CompileJob, PrepareJob
+from kiln.compiler.workers import WorkerPool
 from kiln.dialects.types import FunctionSignature, InputDialect, PreparedGraph
 from kiln.errors import (
     CompileError,
@@ -44,9 +47,6 @@ from kiln.targets.cpu import cpu_model
 from kiln.targets.options import CompileOptions
 from kiln.targets.presets import merge_flags, preset_flags, preset_rewrites
 from kiln.targets.toolchain import CompilerIdentity, compiler_identity
-from kiln.compiler import kernels
-from kiln.compiler.tasks import CompileJob, Compiled, PrepareJob
-from kiln.compiler.workers import WorkerPool
 
 if TYPE_CHECKING:
     from kiln.cache import ArtifactCache

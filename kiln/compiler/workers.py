@@ -40,8 +40,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
 from kiln.compiler.fair_queue import LAST, TENANT, FairQueue
+from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
 
 __all__ = ["WorkerPool", "default_pool_size", "sweep_stale_temps"]
 

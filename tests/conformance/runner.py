@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kiln.compiler.tasks import CompileJob
 from tests.conformance.isolated import IsolatedChild, TaskCrashed, TaskFailed, TaskTimeout
 from tests.conformance.suite import NodeTest, Outcome, compare_outputs, node_dir
-from kiln.compiler.tasks import CompileJob
 
 if TYPE_CHECKING:
     from kiln.compiler.pipeline import Pipeline

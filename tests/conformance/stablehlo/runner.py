@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kiln.compiler.tasks import CompileJob
 from tests.conformance.isolated import IsolatedChild, TaskCrashed, TaskFailed, TaskTimeout
 from tests.conformance.runner import RAW_FLAGS
-from kiln.compiler.tasks import CompileJob
 from tests.conformance.stablehlo.cases import (
     CaseError,
     Runnable,
