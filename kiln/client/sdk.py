@@ -397,7 +397,8 @@ class _Base:
             except _FALLBACK as exc:
                 tried.append((c.target, exc))
                 continue
-            mod = yield _Blocking(partial(_open_step, c, blob, rec, tried, params=params))
+            mod: ClientModule | None = yield _Blocking(
+                partial(_open_step, c, blob, rec, tried, params=params))
             if mod is not None:
                 return mod
         raise _no_target(tried)
