@@ -2,6 +2,7 @@
 comes back.
 
     .venv/bin/python bench/cluster.py [--rounds 8] [--blocks 3] [--batch 6] [--kills 3]
+    .venv/bin/python bench/cluster.py --rounds 16 --blocks 0 --kills 0     # the overhead alone
 
 Starts a real redis-server, a `kiln serve --compile local` replica, a `kiln serve --compile
 remote` replica and `kiln worker`s (each pinned to its own core with taskset), all on loopback.
@@ -159,58 +160,68 @@ def main() -> None:
                 batch(rc, 2, 1)  # warm the new worker's compiler
                 two.append(batch(rc, args.batch, args.layers))
                 workers.pop().stop()
-            speedup = statistics.median(one) / statistics.median(two)
-            print(f"\n## Scaling ({args.batch} distinct {args.layers}-layer jobs at once; "
-                  f"{args.blocks} alternated blocks)\n")
-            print("| workers (pinned) | seconds per batch, median | blocks |")
-            print("|---|---|---|")
-            print(f"| 1 (core 0) | {statistics.median(one):.2f} | "
-                  f"{', '.join(f'{x:.2f}' for x in one)} |")
-            print(f"| 2 (cores 0, 1) | {statistics.median(two):.2f} | "
-                  f"{', '.join(f'{x:.2f}' for x in two)} |")
-            print(f"\nspeed-up: {speedup:.2f}x; goal >= 1.8x")
-
-            # -- redelivery --------------------------------------------------------------
-            redeliver, finish = [], []
-            pins = {workers[0].name: 0}
-            for k in range(args.kills):
-                free = 1 - pins[workers[0].name]  # the core the survivor is not on
-                workers.append(Worker.start(root / f"wk-{k}", f"wk-{k}", rs.url, key, cpu=free))
-                pins[workers[-1].name] = free
-                time.sleep(9)  # the survivor's reaper judges others after 8 s of its own beats
-                seen = [w.received() for w in workers]
-                doc = rc.post("/v1/jobs", json=fresh(12)).json()
-                victim = None
-                while victim is None:
-                    for w, n in zip(workers, seen, strict=True):
-                        if w.received() > n:
-                            victim = w
-                    time.sleep(0.01)
-                time.sleep(0.3)
-                survivor = next(w for w in workers if w is not victim)
-                before = survivor.received()
-                t_kill = time.perf_counter()
-                victim.proc.send_signal(signal.SIGKILL)
-                victim.proc.wait()
-                while survivor.received() == before:
-                    time.sleep(0.01)
-                redeliver.append(time.perf_counter() - t_kill)
-                while doc["state"] not in ("done", "failed"):
-                    doc = rc.get(f"/v1/jobs/{doc['id']}", params={"wait": 30}).json()
-                finish.append(time.perf_counter() - t_kill)
-                workers.remove(victim)
-            print(f"\n## Redelivery after SIGKILL ({args.kills} kills, 12-layer job)\n")
-            print("| measure | median, s | each, s |")
-            print("|---|---|---|")
-            print(f"| kill -> other worker receives it | {statistics.median(redeliver):.2f} | "
-                  f"{', '.join(f'{x:.2f}' for x in redeliver)} |")
-            print(f"| kill -> job done | {statistics.median(finish):.2f} | "
-                  f"{', '.join(f'{x:.2f}' for x in finish)} |")
+            if one:
+                _scaling(args, one, two)
+            if args.kills:
+                _redelivery(args, rc, workers, root, rs, key)
     finally:
         for w in workers:
             w.stop()
         rs.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _scaling(args: argparse.Namespace, one: list[float], two: list[float]) -> None:
+    speedup = statistics.median(one) / statistics.median(two)
+    print(f"\n## Scaling ({args.batch} distinct {args.layers}-layer jobs at once; "
+          f"{args.blocks} alternated blocks)\n")
+    print("| workers (pinned) | seconds per batch, median | blocks |")
+    print("|---|---|---|")
+    print(f"| 1 (core 0) | {statistics.median(one):.2f} | "
+          f"{', '.join(f'{x:.2f}' for x in one)} |")
+    print(f"| 2 (cores 0, 1) | {statistics.median(two):.2f} | "
+          f"{', '.join(f'{x:.2f}' for x in two)} |")
+    print(f"\nspeed-up: {speedup:.2f}x; goal >= 1.8x")
+
+
+def _redelivery(args: argparse.Namespace, rc: httpx.Client, workers: list[Worker], root: Path,
+                rs: RedisServer, key: Path) -> None:
+    """SIGKILL the worker that received a long job; time until the other one has it."""
+    redeliver, finish = [], []
+    pins = {workers[0].name: 0}
+    for k in range(args.kills):
+        free = 1 - pins[workers[0].name]  # the core the survivor is not on
+        workers.append(Worker.start(root / f"wk-{k}", f"wk-{k}", rs.url, key, cpu=free))
+        pins[workers[-1].name] = free
+        time.sleep(9)  # the survivor's reaper judges others after 8 s of its own beats
+        seen = [w.received() for w in workers]
+        doc = rc.post("/v1/jobs", json=fresh(12)).json()
+        victim = None
+        while victim is None:
+            for w, n in zip(workers, seen, strict=True):
+                if w.received() > n:
+                    victim = w
+            time.sleep(0.01)
+        time.sleep(0.3)
+        survivor = next(w for w in workers if w is not victim)
+        before = survivor.received()
+        t_kill = time.perf_counter()
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait()
+        while survivor.received() == before:
+            time.sleep(0.01)
+        redeliver.append(time.perf_counter() - t_kill)
+        while doc["state"] not in ("done", "failed"):
+            doc = rc.get(f"/v1/jobs/{doc['id']}", params={"wait": 30}).json()
+        finish.append(time.perf_counter() - t_kill)
+        workers.remove(victim)
+    print(f"\n## Redelivery after SIGKILL ({args.kills} kills, 12-layer job)\n")
+    print("| measure | median, s | each, s |")
+    print("|---|---|---|")
+    print(f"| kill -> other worker receives it | {statistics.median(redeliver):.2f} | "
+          f"{', '.join(f'{x:.2f}' for x in redeliver)} |")
+    print(f"| kill -> job done | {statistics.median(finish):.2f} | "
+          f"{', '.join(f'{x:.2f}' for x in finish)} |")
 
 
 if __name__ == "__main__":

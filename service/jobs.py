@@ -232,6 +232,7 @@ class Jobs:
     """The jobs of one app: submit, look up (long-poll), drive. One per process."""
 
     LEASE = 10.0  # seconds a driver's lease lasts without renewal
+    UNAVAILABLE_GRACE = 300.0  # seconds a job waits for a shared cache that is down
 
     def __init__(
         self,
@@ -431,14 +432,22 @@ class Jobs:
 
     async def _one(self, graph: PreparedGraph, spec: TargetSpec,
                    opts: CompileOptions) -> CompileResult:
-        """One target through the engine; a full compile queue is waited out, not failed."""
+        """One target through the engine. A full compile queue is waited out, not failed; so is
+        a shared cache (Redis, the object store) that is down, for ``UNAVAILABLE_GRACE`` s."""
         pipeline = self.compiles.pipeline
+        down_since: float | None = None
         while True:
             res: CompileResult = await self.compiles._thread(
                 partial(pipeline.compile_graph, graph, [spec], opts))
-            if res.errors and isinstance(res.errors[0].error, Overloaded):
+            err = res.errors[0].error if res.errors else None
+            if isinstance(err, Overloaded):
                 await asyncio.sleep(self.retry_after)
                 continue
+            if isinstance(err, CacheUnavailable):
+                down_since = down_since or time.monotonic()
+                if time.monotonic() - down_since < self.UNAVAILABLE_GRACE:
+                    await asyncio.sleep(1.0)
+                    continue
             return res
 
     async def _update(self, doc: dict[str, Any], *, final: dict[str, Any] | None = None,

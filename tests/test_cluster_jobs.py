@@ -13,6 +13,7 @@ running jobs without losing an artifact; jobs work without Redis too, through th
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import hashlib
@@ -349,7 +350,9 @@ def test_redis_restart_loses_no_artifact_and_jobs_resume(cluster: Cluster) -> No
     earlier = c.post("/v1/compile", json=job_request(1, 0.0)).json()["artifacts"][0]
     jobs = [c.post("/v1/jobs", json=job_request(3, s)).json()["id"] for s in (1.5, 1.625)]
     time.sleep(0.5)
-    cluster.redis.restart(*AOF)
+    cluster.redis.kill()  # down for two seconds: replicas and workers meet the outage
+    time.sleep(2)
+    cluster.redis.start(*AOF)
     docs = [wait_job([c], j) for j in jobs]
     for d, s in zip(docs, (1.5, 1.625), strict=True):
         assert d["state"] == "done", d
@@ -385,7 +388,7 @@ def test_no_compiler_outlives_the_cluster(cluster: Cluster) -> None:
 
 def test_jobs_without_redis_through_the_sdk_and_kiln_build(tmp_path: Path) -> None:
     from kiln.cli import main
-    from kiln.client import Client
+    from kiln.client import AsyncClient, Client
 
     with kiln_server(tmp_path / "solo", workers=1, access_log="false") as srv:
         c = srv.client()
@@ -398,6 +401,13 @@ def test_jobs_without_redis_through_the_sdk_and_kiln_build(tmp_path: Path) -> No
         assert c.get(f"/v1/jobs/{first['id']}", params={"wait": 61}).status_code == 400
         bad = c.post("/v1/jobs", json={**job_request(1, 0.0), "targets": ["cpu:nope"]})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "unsupported_target"
+        # The raw form of /v1/compile works for jobs too.
+        raw = c.post("/v1/jobs", params={"format": "mlir", "target": "cpu"},
+                     content=chain(2, 2.5).encode(),
+                     headers={"content-type": "application/octet-stream"})
+        assert raw.status_code == 202, raw.text
+        done = wait_job([c], raw.json()["id"])
+        assert done["result"]["artifacts"][0]["cached"] is True  # the first job's executable
 
         seen: list[tuple[str, int, int]] = []
         with Client(srv.url, cache_dir=tmp_path / "sdk-cache") as client:
@@ -406,6 +416,14 @@ def test_jobs_without_redis_through_the_sdk_and_kiln_build(tmp_path: Path) -> No
                 (j.state, j.targets_done, j.targets_total)))
         assert {a.target for a in res.artifacts} == {"cpu:x86_64:generic", "vulkan:generic"}
         assert seen[-1] == ("done", 2, 2) and seen[0][0] in ("queued", "running", "done")
+
+        async def via_async() -> Any:
+            async with AsyncClient(srv.url, cache_dir=tmp_path / "sdk-cache") as ac:
+                job = await ac.submit(chain(2, 2.75), targets=["cpu"])
+                return await ac.wait(job.id)
+
+        again = asyncio.run(via_async())
+        assert again.artifacts[0].cached is True
 
         (tmp_path / "g.mlir").write_text(chain(2, 3.0))
         (tmp_path / "kiln.toml").write_text(

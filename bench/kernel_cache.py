@@ -1,0 +1,220 @@
+"""The kernel cache (kiln/compiler/kernels.py): compile time with and without cached kernels.
+
+For each model and target (compile-only for CUDA and ROCm; Vulkan executables also run on
+lavapipe), through the embedded pipeline with warm workers:
+
+- ``one job``: the usual compile (``KILN_KERNEL_CACHE`` off), no cache;
+- ``cold``: the kernel path into an empty cache (every kernel translated);
+- ``warm``: the kernel path again with the whole executable's record dropped (every kernel cached);
+- for a model listed after a smaller one that shares its layers (``mlp-5`` after ``mlp-4``,
+  ResNet-34 after ResNet-18): ``after``, its compile into a cache holding only the smaller model's
+  kernels (the table says how many of its kernels were cached).
+
+Each repetition is one block of all variants, their order rotated from block to block; the table
+holds the medians. ``warm/one`` and ``after/one`` are the ratios that matter (a miss of the whole
+executable made cheaper); on Vulkan the warm executable's outputs are compared bit for bit with
+the one-job executable's on lavapipe. Run:
+
+    nice -n 10 .venv/bin/python bench/kernel_cache.py [--reps 3] [--models mlp-4,mlp-5,...]
+        [--targets vulkan,cuda:sm_90,rocm:gfx942]
+
+Models: ``mlp-4``, ``mlp-5`` (tests/test_kernel_cache.py), ``resnet_cnn``, ``transformer_block``
+(tests/test_models.py), ``resnet18``, ``resnet34`` (bench/zoo.py's ResNet, exported once under
+``bench/.zoo/kernel-cache/``; torch needed the first time) and ``resnet18-ext``, ``resnet34-ext``
+(the same with ``params: external``: weights apart from the code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kiln.cache import open_cache
+from kiln.compiler.pipeline import Artifact, Pipeline
+from kiln.targets import normalize_options, parse_target
+from tests.test_kernel_cache import DEEP, SHALLOW, inputs, mlp
+
+TARGETS = ["vulkan", "cuda:sm_90", "rocm:gfx942"]
+CACHE = ROOT / "bench" / ".zoo" / "kernel-cache"
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    data: Callable[[], bytes]
+    inputs: Callable[[], list[np.ndarray]]
+    after: str | None = None  # the smaller model sharing its layers
+    options: dict[str, Any] | None = None
+
+
+def _test_model(name: str) -> Model:
+    from tests.test_models import MODELS, model_input
+
+    def data() -> bytes:
+        return bytes(MODELS[name]().SerializeToString())
+
+    return Model(name, data, lambda: [model_input(MODELS[name]())])
+
+
+def _resnet(depth: int, params: str | None) -> Model:
+    """ResNet-18/34 (bench/zoo.py's torchvision ResNet, seeded), exported once to ONNX under
+    ``bench/.zoo/kernel-cache/``; ``params="external"`` compiles it with its weights apart."""
+
+    def data() -> bytes:
+        path = CACHE / f"resnet{depth}.onnx"
+        if not path.exists():
+            import torch
+
+            from bench.zoo import OPSET, resnet
+
+            torch.manual_seed(depth)
+            model = resnet("basic", {18: [2, 2, 2, 2], 34: [3, 4, 6, 3]}[depth]).eval()
+            buf = io.BytesIO()
+            torch.onnx.export(model, (torch.zeros(1, 3, 224, 224),), buf, opset_version=OPSET,
+                              dynamo=False)
+            CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(buf.getvalue())
+            tmp.rename(path)
+        return path.read_bytes()
+
+    def x() -> list[np.ndarray]:
+        return [np.random.default_rng(depth).standard_normal((1, 3, 224, 224)).astype(np.float32)]
+
+    opts = {"params": params} if params else None
+    return Model(f"resnet{depth}" + ("-ext" if params else ""), data, x,
+                 after=f"resnet18{'-ext' if params else ''}" if depth == 34 else None,
+                 options=opts)
+
+
+def models() -> dict[str, Model]:
+    out = [
+        Model("mlp-4", lambda: mlp(SHALLOW), lambda: inputs(SHALLOW)),
+        Model("mlp-5", lambda: mlp(DEEP), lambda: inputs(DEEP), after="mlp-4"),
+        _test_model("resnet_cnn"),
+        _test_model("transformer_block"),
+        _resnet(18, None),
+        _resnet(34, None),
+        _resnet(18, "external"),
+        _resnet(34, "external"),
+    ]
+    return {m.name: m for m in out}
+
+
+def compile_one(p: Pipeline, model: Model, target: str, *, drop: bool = False
+                ) -> tuple[float, Artifact, str]:
+    """Seconds, the artifact and the graph's first function; ``drop``: the whole executable's
+    record is removed first (its kernels stay)."""
+    extra = {"params": model.options["params"]} if model.options else {}
+    graph = p.prepare(model.data(), **extra)
+    spec, opts = parse_target(target), normalize_options(model.options)
+    if drop:
+        assert p.cache is not None and p.cache.disk is not None
+        p.cache.disk.delete_record(p.key_for(graph, spec, opts).digest())
+    t0 = time.perf_counter()
+    art = p.compile_prepared(graph, spec, opts)
+    assert not art.cached
+    return time.perf_counter() - t0, art, graph.functions[0]
+
+
+def same_bits(a: Artifact, b: Artifact, fn: str, model: Model) -> str:
+    """Whether the two Vulkan executables compute the same bits on lavapipe."""
+    from kiln.client.runtime import load_vmfb
+
+    outs = [np.asarray(load_vmfb(art.data, driver="vulkan")[fn](*model.inputs())) for art in (a, b)]
+    return "yes" if np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)) else "NO"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--models", default="mlp-4,mlp-5,resnet_cnn,transformer_block")
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    args = ap.parse_args(argv)
+    zoo = models()
+    chosen = [zoo[m] for m in args.models.split(",")]
+    targets = args.targets.split(",")
+    rows = []
+    times: dict[tuple[str, str, str], list[float]] = {}
+    arts: dict[tuple[str, str, str], Artifact] = {}
+    funcs: dict[str, str] = {}
+    hits: dict[tuple[str, str], str] = {}  # kernels cached / kernels, cold or after
+
+    def timed(name: str, target: str, variant: str, t: float) -> None:
+        times.setdefault((name, target, variant), []).append(t)
+        print(f"  {name} {target} {variant}: {t:.2f} s", file=sys.stderr, flush=True)
+
+    os.environ["KILN_KERNEL_CACHE"] = "1"
+    with Pipeline(workers=2, compile_timeout=600) as one:
+        for rep in range(args.reps):
+            for target in targets:
+                for model in chosen:
+                    for v in (["one", "kernels"] if rep % 2 == 0 else ["kernels", "one"]):
+                        if v == "one":
+                            t, art, funcs[model.name] = compile_one(one, model, target)
+                            timed(model.name, target, "one", t)
+                            arts[(model.name, target, "one")] = art
+                            continue
+                        with tempfile.TemporaryDirectory() as d, Pipeline(
+                            cache=open_cache(cache_dir=d), workers=2, compile_timeout=600
+                        ) as p:
+                            events: list[str] = []
+                            p.on_kernel = lambda kind, result: events.append(result)
+                            if model.after:  # the smaller model first, untimed
+                                compile_one(p, zoo[model.after], target)
+                                events.clear()
+                            t, _, _ = compile_one(p, model, target)
+                            timed(model.name, target, "after" if model.after else "cold", t)
+                            hits[(model.name, target)] = (f"{events.count('hit')}/{len(events)}"
+                                                          if "fallback" not in events else "fallback")
+                            t, art, _ = compile_one(p, model, target, drop=True)
+                            timed(model.name, target, "warm", t)
+                            arts[(model.name, target, "warm")] = art
+                    print(f"block {rep}: {model.name} {target}", file=sys.stderr, flush=True)
+    ratios = []
+    for model in chosen:
+        for target in targets:
+            med = {v: statistics.median(times[(model.name, target, v)])
+                   for v in ("one", "cold", "after", "warm") if (model.name, target, v) in times}
+            warm = med["warm"] / med["one"]
+            ratios.append(warm)
+            if "after" in med:
+                ratios.append(med["after"] / med["one"])
+            same = "-"
+            if target.startswith("vulkan"):
+                same = same_bits(arts[(model.name, target, "one")],
+                                 arts[(model.name, target, "warm")], funcs[model.name], model)
+            rows.append((model.name, target, f"{med['one']:.2f}",
+                         f"{med['cold']:.2f}" if "cold" in med else "-",
+                         f"{med['after']:.2f}" if "after" in med else "-",
+                         f"{med['warm']:.2f}",
+                         f"{med['after'] / med['one']:.2f}" if "after" in med else "-",
+                         f"{warm:.2f}", hits[(model.name, target)], same))
+    print(f"{platform.node()} · {os.cpu_count()} cores · {time.strftime('%Y-%m-%d')} · "
+          f"medians of {args.reps} alternated blocks")
+    print("| model | target | one job s | cold s | after s | warm s | after/one | warm/one "
+          "| kernels cached (cold/after) | same bits on lavapipe |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print(f"mean of the warm/one and after/one ratios: {statistics.mean(ratios):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
