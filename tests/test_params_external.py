@@ -190,6 +190,21 @@ def test_mlir_holding_its_weights_inline_is_refused_with_params_external(
     assert "inline" in r.json()["error"]["message"]
 
 
+def test_mlir_reading_named_parameters_compiles_as_it_is(
+    srv: KilnServer, compiled: dict[str, dict[int, dict[str, Any]]], pipeline: Any
+) -> None:
+    # The torch-dialect text the ONNX import wrote, weights as named parameters (what
+    # kiln.torch.export sends too): same code-only graph, so the same (cached) executables.
+    graph = pipeline.prepare(mlp(1).SerializeToString(), params="external")
+    r = srv.client().post("/v1/compile", json={"graph": {"format": "mlir", "data": graph.mlir},
+                                                "targets": ["cpu"], "options": EXTERNAL})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["input_dialect"] == "torch" and "params" not in body  # the weights stay client-side
+    assert body["graph_digest"] == compiled["mlp"][1]["graph_digest"]
+    assert body["artifacts"][0]["digest"] == compiled["mlp"][1]["artifacts"][0]["digest"]
+
+
 class Recorder(httpx.HTTPTransport):
     """Records each request's method and path; optionally corrupts archive downloads."""
 
