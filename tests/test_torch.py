@@ -180,6 +180,9 @@ def test_compile_rebinds_changed_weights() -> None:
         _close(fast(x), m(x))
         m.fc1.weight.data = torch.randn(32, 8)  # new storage, same Parameter
         _close(fast(x), m(x))
+        m.fc2.weight = nn.Parameter(m.fc2.weight.double())  # not what it was compiled for
+        with pytest.raises(ValueError, match="fc2.weight"):
+            fast(x)
 
 
 @pytest.mark.vulkan

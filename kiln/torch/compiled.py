@@ -130,15 +130,24 @@ class WeightSet:
         self.names = tuple(names)
         self._get = tuple(sources)
         self._bound: tuple[tuple[int, int, int], ...] | None = None
+        self._kinds: list[tuple[tuple[int, ...], torch.dtype]] | None = None
 
     def sync(self, exe: Executable, tensors: Sequence[torch.Tensor] | None = None) -> None:
         """Bind the current tensors if any differs from the bound one: another tensor, or the
-        same one written since (its version counter or its storage changed)."""
+        same one written since (its version counter or its storage changed). Raises
+        ``ValueError`` when one has another shape or dtype than the executable was compiled
+        for (``model.half()``, a resized layer): that needs a new compile."""
         ts = [g() for g in self._get] if tensors is None else tensors
         state = tuple((id(t), t._version, t.data_ptr()) for t in ts)
         if state != self._bound:
+            kinds = [(tuple(t.shape), t.dtype) for t in ts]
+            if self._kinds is not None and kinds != self._kinds:
+                bad = next(n for n, k, w in zip(self.names, kinds, self._kinds, strict=True)
+                           if k != w)
+                raise ValueError(f"parameter {bad!r} changed shape or dtype since the compile; "
+                                 "compile the module again")
             exe.bind(dict(zip(self.names, ts, strict=True)))
-            self._bound = state
+            self._bound, self._kinds = state, kinds
 
 
 def _constant(t: torch.Tensor) -> Callable[[], torch.Tensor]:
