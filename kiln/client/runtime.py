@@ -17,7 +17,7 @@ tick (measured on a 2-vCPU KVM guest: 29 % of a transformer encoder's calls ende
 its last dispatch, a mean of 1.1 ms a call on 3.1 ms of work). A polling caller that yields also
 keeps its vCPU from halting, so the workers' own wake-ups between dispatches stay short. After
 ``poll_budget_s`` (a long call, where a wake-up is noise) the caller blocks as before.
-docs/performance.md ("What changed in the fifth pass") has the measurements.
+docs/performance.md ("How a call waits") has the measurements.
 """
 
 from __future__ import annotations
