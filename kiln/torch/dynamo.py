@@ -118,8 +118,8 @@ class _Plan:
                 attrs[node.target] = gm.get_submodule(node.target) if node.op == "call_module" \
                     else _get_attr(gm, node.target)
             env[node] = graph.node_copy(node, lambda n: env[n])
-            # Dynamo's metadata (fake tensors of its shape environment, sources) would make
-            # torch.export guard on Dynamo's frame; export traces afresh.
+            # torch.export traces afresh: none of Dynamo's metadata (fake tensors of its shape
+            # environment, sources) is carried into the copy.
             env[node].meta = {}
         self.module = torch.fx.GraphModule(attrs, graph)
         for i, name in self.weights:  # a buffer must be a buffer for export to lift it
