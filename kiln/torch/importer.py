@@ -74,7 +74,7 @@ def decomposition_table() -> Mapping[Any, Any]:
 
     aten = torch.ops.aten
     table = torch.export.default_decompositions()
-    table.update(get_decompositions([
+    table.update(get_decompositions([  # type: ignore[no-untyped-call]
         aten._native_batch_norm_legit_no_training,
         aten._native_batch_norm_legit,
         aten._native_batch_norm_legit_functional,
@@ -98,7 +98,9 @@ def export_program(
             warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
             ep = torch.export.export(module, tuple(args), dict(kwargs or {}),
                                      dynamic_shapes=dynamic_shapes, strict=False)
-            return ep.run_decompositions(decomposition_table())
+            decomposed: torch.export.ExportedProgram = ep.run_decompositions(
+                decomposition_table())
+            return decomposed
     except Exception as exc:
         raise ExportError(f"torch.export failed: {type(exc).__name__}: {exc}") from exc
 

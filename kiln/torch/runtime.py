@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.dlpack import from_dlpack, to_dlpack  # type: ignore[attr-defined]
 
 from kiln.torch.importer import PARAM_SCOPE
 
@@ -162,7 +163,7 @@ class Executable:
         if self._host and t.device.type == "cpu":
             if not t.is_contiguous():
                 t = t.contiguous()
-            return self.device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(t.detach())), t
+            return self.device.from_dlpack_capsule(to_dlpack(t.detach())), t
         rt = _rt()
         host = _host_view(t)
         from iree.runtime.array_interop import map_dtype_to_element_type
@@ -177,7 +178,7 @@ class Executable:
     def _to_torch(self, bv: Any) -> torch.Tensor:
         if self._host:
             capsule = self.device.create_dlpack_capsule(bv, _KDL_CPU, 0)
-            return torch.utils.dlpack.from_dlpack(capsule)
+            return from_dlpack(capsule)
         return torch.from_numpy(self._staged(bv))
 
     def _staged(self, bv: Any) -> np.ndarray:
