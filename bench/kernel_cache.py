@@ -196,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
             if "after" in med:
                 ratios.append(med["after"] / med["one"])
             same = "-"
-            if target.startswith("vulkan"):
+            if target.startswith("vulkan") and model.options:
+                same = "not run (weights in an archive)"
+            elif target.startswith("vulkan"):
                 same = same_bits(arts[(model.name, target, "one")],
                                  arts[(model.name, target, "warm")], funcs[model.name], model)
             rows.append((model.name, target, f"{med['one']:.2f}",
