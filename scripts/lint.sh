@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Static checks, run by scripts/test.sh before the suite (CI runs that): ruff on the whole tree,
 # mypy --strict on the packages of the house layout (kiln/compiler, kiln/client, kiln/cli,
-# kiln/cluster and kiln's own modules). Any finding fails.
+# kiln/cluster, kiln/torch and kiln's own modules). Any finding fails.
 #
 # mypy needs the installed layout (the folders install as kiln.<folder>, pyproject.toml), so it
 # runs on a tree of links that mirrors it.
@@ -21,7 +21,7 @@ for pkg in dialects lowering targets cache service; do
   ln -s "$PWD/$pkg" "$tree/kiln/$pkg"
 done
 strict=()
-for path in kiln/compiler kiln/client kiln/cli kiln/cluster kiln/errors.py kiln/files.py \
+for path in kiln/compiler kiln/client kiln/cli kiln/cluster kiln/torch kiln/errors.py kiln/files.py \
             kiln/provenance.py kiln/__init__.py; do
   [ -e "$path" ] && strict+=("$path")
 done
