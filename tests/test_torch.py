@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -324,3 +325,27 @@ def test_through_a_server(tmp_path_factory: pytest.TempPathFactory,
             _close(fast(x), m(x))
             _close(opt(x), m(x))
         assert srv.metric("kiln_compiles_total", kind="cpu", outcome="ok") == 1
+
+
+class SqueezeHead(nn.Module):
+    """A pooled head squeezed over two dims at once (Swin's, a GRU's last step): aten.squeeze.dims,
+    which IREE 3.13 cannot lower unless it is decomposed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.mean((2, 3), keepdim=True).squeeze((2, 3)))
+
+
+def test_squeeze_over_several_dims_and_a_misaligned_input() -> None:
+    m = _model(SqueezeHead)
+    fast = kiln.torch.compile(m, (torch.randn(2, 16, 4, 4),), device="cpu")
+    # torch.from_numpy of a buffer 4 bytes into an allocation: not 64-byte aligned, which IREE
+    # refuses to import; the call copies it instead of failing.
+    raw = np.random.default_rng(0).standard_normal(2 * 16 * 4 * 4 + 1).astype(np.float32)
+    x = torch.from_numpy(raw[1:].reshape(2, 16, 4, 4))
+    assert x.data_ptr() % 64
+    with torch.no_grad():
+        _close(fast(x), m(x))

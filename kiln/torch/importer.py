@@ -79,6 +79,9 @@ def decomposition_table() -> Mapping[Any, Any]:
         aten._native_batch_norm_legit,
         aten._native_batch_norm_legit_functional,
         aten.native_batch_norm,
+        # squeeze over several dims (Swin's pooled head, a GRU's last step): IREE 3.13's torch
+        # conversion has no lowering for it; its decomposition is a view.
+        aten.squeeze.dims,
     ]))
     return table
 

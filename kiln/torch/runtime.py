@@ -163,6 +163,10 @@ class Executable:
         if self._host and t.device.type == "cpu":
             if not t.is_contiguous():
                 t = t.contiguous()
+            if t.data_ptr() % 64:
+                # IREE imports host memory only 64-byte aligned (torch.from_numpy may not be):
+                # a copy, which torch's allocator aligns, rather than an OUT_OF_RANGE error.
+                t = t.clone()
             return self.device.from_dlpack_capsule(to_dlpack(t.detach())), t
         rt = _rt()
         host = _host_view(t)
