@@ -57,8 +57,29 @@ __all__ = ["MAX_TARGETS", "Artifact", "CompileResult", "Params", "Pipeline", "Ta
 MAX_TARGETS = 16
 
 
+class _Blob:
+    """A content-addressed blob the engine hands out: its bytes when this process holds them,
+    else read on demand from the cache (which checks them against ``digest``)."""
+
+    digest: str  # "sha256:<hex>"
+    _data: bytes | None
+    _load: Callable[[str], bytes] | None
+
+    @property
+    def data(self) -> bytes:
+        if self._data is not None:
+            return self._data
+        if self._load is None:  # pragma: no cover - every blob the engine makes has one
+            raise KilnError(f"{self.digest} is not available")
+        return self._load(self.digest)
+
+    @property
+    def hex(self) -> str:
+        return self.digest.split(":", 1)[1]
+
+
 @dataclass(frozen=True)
-class Artifact:
+class Artifact(_Blob):
     target: str
     key: str
     digest: str  # "sha256:<hex>" of the executable's bytes
@@ -75,19 +96,6 @@ class Artifact:
     _data: bytes | None = field(default=None, repr=False, compare=False)
     _load: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def data(self) -> bytes:
-        """The executable's bytes (held, or read from the cache and checked against ``digest``)."""
-        if self._data is not None:
-            return self._data
-        if self._load is None:  # pragma: no cover - every Artifact the engine makes has one
-            raise KilnError(f"the executable {self.digest} is not available")
-        return self._load(self.digest)
-
-    @property
-    def hex(self) -> str:
-        return self.digest.split(":", 1)[1]
-
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
@@ -103,7 +111,7 @@ class Artifact:
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(_Blob):
     """The parameter archive of a graph compiled with ``params: "external"``: its weights, one
     ``.irpa`` for every target (the executables hold code only)."""
 
@@ -113,19 +121,6 @@ class Params:
     #: The bytes when there is no cache to read them from; else ``data`` reads them.
     _data: bytes | None = field(default=None, repr=False, compare=False)
     _load: Callable[[str], bytes] | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def data(self) -> bytes:
-        """The archive's bytes (held, or read from the cache and checked against ``digest``)."""
-        if self._data is not None:
-            return self._data
-        if self._load is None:  # pragma: no cover - every Params the engine makes has one
-            raise KilnError(f"the parameter archive {self.digest} is not available")
-        return self._load(self.digest)
-
-    @property
-    def hex(self) -> str:
-        return self.digest.split(":", 1)[1]
 
     def to_json(self) -> dict[str, Any]:
         return {"digest": self.digest, "size": self.size, "scope": self.scope, "format": "irpa"}
