@@ -20,8 +20,6 @@ permanently disabled. Socket timeouts are short and configurable.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -33,7 +31,7 @@ from redis.retry import Retry
 from kiln.errors import CacheUnavailable
 
 from .key import normalize_digest
-from .store import blob_digest, check_blob, decode_record, encode_record
+from .store import Outage, blob_digest, check_blob, decode_record, encode_record
 from .types import ActionRecord, Found, RecordAuthority, StoreStats, VerifyReport
 
 __all__ = ["DEFAULT_PREFIX", "RedisStorage"]
@@ -95,9 +93,7 @@ class RedisStorage:
             retry=Retry(NoBackoff(), 1),
             health_check_interval=0,
         )
-        self._mu = threading.Lock()
-        self._down_until = 0.0
-        self._down = False
+        self._outage = Outage(CacheUnavailable)
 
     def location(self) -> str:
         return redact(self.url)
@@ -113,33 +109,16 @@ class RedisStorage:
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one redis-py call, translating failures to CacheUnavailable (see module doc)."""
-        with self._mu:
-            if time.monotonic() < self._down_until:
-                raise CacheUnavailable(
-                    f"redis at {self.location()} is unavailable; retrying shortly",
-                    detail={"url": self.location()},
-                )
+        where = f"redis at {self.location()}"
+        self._outage.check(where)
         try:
             result = fn(*args, **kwargs)
         except redis.RedisError as exc:
-            err = CacheUnavailable(
-                f"redis at {self.location()}: {type(exc).__name__}: {exc}",
-                detail={"url": self.location()},
-            )
-            connection_lost = isinstance(exc, (redis.ConnectionError, redis.TimeoutError))
-            with self._mu:
-                first = not self._down
-                if connection_lost:
-                    self._down = True
-                    self._down_until = time.monotonic() + self.retry_interval
-            (log.warning if first else log.debug)("kiln cache: %s", err.message)
-            if self.on_error is not None:
-                self.on_error(err)
-            raise err from exc
-        with self._mu:
-            if self._down:
-                self._down = False
-                log.warning("kiln cache: redis at %s is reachable again", self.location())
+            self._outage.failed(
+                f"{where}: {type(exc).__name__}: {exc}", where, exc,
+                connection_lost=isinstance(exc, (redis.ConnectionError, redis.TimeoutError)),
+                retry_interval=self.retry_interval, on_error=self.on_error)
+        self._outage.ok(where)
         return result
 
     def _get(self, rkey: str) -> bytes | None:

@@ -41,8 +41,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
@@ -50,7 +48,14 @@ from urllib.parse import urlsplit
 from kiln.errors import InvalidRequest
 
 from .key import normalize_digest
-from .store import BlobStoreUnavailable, blob_digest, check_blob, decode_record, encode_record
+from .store import (
+    BlobStoreUnavailable,
+    Outage,
+    blob_digest,
+    check_blob,
+    decode_record,
+    encode_record,
+)
 from .types import ActionRecord, Found, RecordAuthority, StoreStats, VerifyReport
 
 if TYPE_CHECKING:
@@ -135,9 +140,7 @@ class S3Storage:
                 response_checksum_validation="when_required",
             ),
         )
-        self._mu = threading.Lock()
-        self._down_until = 0.0
-        self._down = False
+        self._outage = Outage(BlobStoreUnavailable)
 
     def location(self) -> str:
         where = f" at {self.endpoint_url}" if self.endpoint_url else ""
@@ -159,12 +162,8 @@ class S3Storage:
         from botocore.exceptions import BotoCoreError, ClientError
         from urllib3.exceptions import HTTPError
 
-        with self._mu:
-            if time.monotonic() < self._down_until:
-                raise BlobStoreUnavailable(
-                    f"the object store {self.location()} is unavailable; retrying shortly",
-                    detail={"url": self.location()},
-                )
+        where = f"the object store {self.location()}"
+        self._outage.check(where)
         try:
             result = fn(*args, **kwargs)
         except ClientError as exc:
@@ -173,25 +172,13 @@ class S3Storage:
             self._failed(f"{code}: {exc}", exc, connection_lost=status >= 500)
         except (BotoCoreError, HTTPError, OSError) as exc:
             self._failed(f"{type(exc).__name__}: {exc}", exc, connection_lost=True)
-        with self._mu:
-            if self._down:
-                self._down = False
-                log.warning("kiln cache: the object store %s is reachable again", self.location())
+        self._outage.ok(where)
         return result
 
     def _failed(self, why: str, exc: Exception, *, connection_lost: bool) -> NoReturn:
-        err = BlobStoreUnavailable(
-            f"the object store {self.location()}: {why}", detail={"url": self.location()}
-        )
-        with self._mu:
-            first = not self._down
-            if connection_lost:
-                self._down = True
-                self._down_until = time.monotonic() + self.retry_interval
-        (log.warning if first else log.debug)("kiln cache: %s", err.message)
-        if self.on_error is not None:
-            self.on_error(err)
-        raise err from exc
+        where = f"the object store {self.location()}"
+        self._outage.failed(f"{where}: {why}", where, exc, connection_lost=connection_lost,
+                            retry_interval=self.retry_interval, on_error=self.on_error)
 
     def _get(self, okey: str) -> bytes | None:
         from botocore.exceptions import ClientError

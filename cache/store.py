@@ -22,17 +22,23 @@ object store down is not (what the local tier does not hold cannot be served, se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import NoReturn, Protocol, runtime_checkable
 
 from kiln.errors import CacheUnavailable
 
 from .key import sha256_hex
 from .types import ActionRecord, Found, StoreStats, VerifyReport
 
+log = logging.getLogger("kiln.cache")
+
 __all__ = [
     "BlobStoreUnavailable",
+    "Outage",
     "Storage",
     "Tier",
     "blob_digest",
@@ -147,6 +153,44 @@ class Tier(Storage, Protocol):
         ...
 
     def stats(self) -> StoreStats: ...
+
+
+class Outage:
+    """A remote tier's health, shared by the Redis and S3 backends: after a lost connection every
+    call fails fast for ``retry_interval`` seconds, the outage is logged once as a warning (again
+    when it ends), and each failure goes to the backend's ``on_error`` hook."""
+
+    def __init__(self, error: type[CacheUnavailable]) -> None:
+        self.error = error
+        self._mu = threading.Lock()
+        self._down = False
+        self._down_until = 0.0
+
+    def check(self, where: str) -> None:
+        """Raise at once while a recent outage is still within its retry interval."""
+        with self._mu:
+            if time.monotonic() < self._down_until:
+                raise self.error(f"{where} is unavailable; retrying shortly",
+                                 detail={"url": where})
+
+    def failed(self, message: str, where: str, exc: Exception, *, connection_lost: bool,
+               retry_interval: float, on_error: Callable[[Exception], None] | None) -> NoReturn:
+        err = self.error(message, detail={"url": where})
+        with self._mu:
+            first = not self._down
+            if connection_lost:
+                self._down = True
+                self._down_until = time.monotonic() + retry_interval
+        (log.warning if first else log.debug)("kiln cache: %s", err.message)
+        if on_error is not None:
+            on_error(err)
+        raise err from exc
+
+    def ok(self, where: str) -> None:
+        with self._mu:
+            if self._down:
+                self._down = False
+                log.warning("kiln cache: %s is reachable again", where)
 
 
 def check_blob(digest: str, data: bytes) -> None:
