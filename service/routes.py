@@ -373,9 +373,10 @@ _ARTIFACT_PARAMETERS = [
 _Hex = Annotated[str, Path(), WithJsonSchema(_HEX_SCHEMA)]
 
 
-async def get_artifact(request: Request, hex: _Hex) -> Response:
-    svc = _service(request)
-    response = svc.artifacts.respond(
+def _serve_blob(request: Request, server: Any, hex: str) -> Response:
+    """A blob through its ``ArtifactServer`` (executables or parameter archives), with the
+    request's conditional and range headers."""
+    response: Response = server.respond(
         hex,
         head=request.method == "HEAD",
         if_none_match=request.headers.get("if-none-match"),
@@ -385,6 +386,10 @@ async def get_artifact(request: Request, hex: _Hex) -> Response:
     if response.status_code == 416:
         note_code(request.scope, "invalid_request")
     return response
+
+
+async def get_artifact(request: Request, hex: _Hex) -> Response:
+    return _serve_blob(request, _service(request).artifacts, hex)
 
 
 router.add_api_route(
@@ -446,17 +451,7 @@ _PARAMS_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 async def get_params(request: Request, hex: _Hex) -> Response:
-    svc = _service(request)
-    response = svc.params.respond(
-        hex,
-        head=request.method == "HEAD",
-        if_none_match=request.headers.get("if-none-match"),
-        range_header=request.headers.get("range"),
-        if_range=request.headers.get("if-range"),
-    )
-    if response.status_code == 416:
-        note_code(request.scope, "invalid_request")
-    return response
+    return _serve_blob(request, _service(request).params, hex)
 
 
 for _method, _name, _summary in (
