@@ -16,6 +16,10 @@ several apps in one process — tests — do not collide).
     kiln_tuning_records_total{result}       tuning records (POST /v1/tuning): accepted | rejected;
                                             forged: stored ones refused on read (bad signature)
     kiln_tuned_serves_total                 GET /v1/tuning answers that held a choice
+    kiln_tuning_gets_total                  GET /v1/tuning answers (with a choice or not)
+    kiln_kernel_cache_total{kind,result}    per-kernel lookups of the kernel cache (vulkan, cuda,
+                                            rocm with KILN_KERNEL_CACHE=1): hit | miss, and
+                                            fallback (the kernel path failed: one whole compile)
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
@@ -32,6 +36,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from kiln.compiler.kernels import KERNEL_KINDS
 
 from .status import Activity
 
@@ -86,6 +92,16 @@ class Metrics:
         self.tuned_serves = Counter(
             "kiln_tuned_serves", "GET /v1/tuning answers that held a choice", registry=r
         )
+        self.tuning_gets = Counter(
+            "kiln_tuning_gets", "GET /v1/tuning answers, with a choice or not", registry=r
+        )
+        self.kernel_cache = Counter(
+            "kiln_kernel_cache", "Kernel cache lookups per kernel (hit, miss) and fallbacks",
+            ["kind", "result"], registry=r,
+        )
+        for kind in sorted(KERNEL_KINDS):
+            for result in ("hit", "miss", "fallback"):
+                self.kernel_cache.labels(kind, result)
         self.queue_depth = Gauge(
             "kiln_compile_queue_depth", "Compile jobs waiting for a worker", registry=r
         )
@@ -118,11 +134,18 @@ class Metrics:
             self.forged.inc()
 
     def on_tuning(self, event: str) -> None:
-        """``TuningService`` hook: accepted | rejected | forged records, served choices."""
+        """``TuningService`` hook: accepted | rejected | forged records; asked (a GET answered),
+        served (that answer held a choice)."""
         if event == "served":
             self.tuned_serves.inc()
+        elif event == "asked":
+            self.tuning_gets.inc()
         else:
             self.tuning_records.labels(event).inc()
+
+    def on_kernel(self, kind: str, result: str) -> None:
+        """``Pipeline.on_kernel`` hook: one kernel's ``hit`` or ``miss``, or a ``fallback``."""
+        self.kernel_cache.labels(kind, result).inc()
 
     def on_result(self, result: CompileResult, seconds: float) -> None:
         """``Pipeline.on_result`` hook: each target's answer, for the status page."""

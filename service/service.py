@@ -87,6 +87,7 @@ class Service:
             )
         self.pipeline.on_compile = metrics.on_compile
         self.pipeline.on_result = metrics.on_result
+        self.pipeline.on_kernel = metrics.on_kernel
         self.compiles = CompileService(
             pipeline=self.pipeline,
             retry_after=s.retry_after,

@@ -4,7 +4,9 @@ What it shows, and where each figure comes from:
 
     compiles, hit rate   per minute, the last hour: ``Activity``, fed by the same hooks as the
                          Prometheus counters (``Metrics.on_compile``, ``Metrics.on_cache_event``)
-    totals, queues       the Prometheus registry itself, so the page and ``/metrics`` agree
+    totals, queues       the Prometheus registry itself, so the page and ``/metrics`` agree;
+    and shares           also the kernel cache's hit share (hits / (hits + misses)) and the share
+                         of ``GET /v1/tuning`` answers that held a choice
     recent compiles      the last 50 targets ``Pipeline.compile_graph`` answered (``/v1/compile``
                          and jobs): target, outcome, cached, compile and answer seconds
     cluster              ``cluster_view``: queue depth per queue and the workers' heartbeats in
@@ -449,6 +451,11 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.3g}"
 
 
+def _share(part: float, whole: float) -> str:
+    """``part`` of ``whole`` in percent; "—" when ``whole`` is 0."""
+    return f"{100 * part / whole:.0f}%" if whole else "—"
+
+
 def _size(n: int | None) -> str:
     if n is None:
         return "unbounded"
@@ -472,7 +479,10 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
     timeout = _total(m.compiles, outcome="timeout")
     hits = _total(m.cache_requests, result="hit")
     misses = _total(m.cache_requests, result="miss")
-    rate = f"{100 * hits / (hits + misses):.0f}%" if hits + misses else "—"
+    rate = _share(hits, hits + misses)
+    k_hits = _total(m.kernel_cache, result="hit")
+    k_misses = _total(m.kernel_cache, result="miss")
+    served = _total(m.tuned_serves)
     queue, in_flight = _total(m.queue_depth), _total(m.in_flight)
     prepare = _total(m.prepare_queue_depth)
     cluster = cluster_view(svc)
@@ -500,7 +510,10 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
         _tile("prepare-queue", _num(prepare), "prepare queue"),
         _tile("tuning-accepted", _num(_total(m.tuning_records, result="accepted")),
               "tuning records kept"),
-        _tile("tuned-serves", _num(_total(m.tuned_serves)), "tuned choices served"),
+        _tile("tuned-serves", _num(served), "tuned choices served"),
+        _tile("tuned-share", _share(served, _total(m.tuning_gets)),
+              "tuning answers with a choice"),
+        _tile("kernel-hit-share", _share(k_hits, k_hits + k_misses), "kernel cache hits"),
         "</div></section>",
         '<section class="wide"><h2>The last hour, per minute</h2>',
         _chart(series),

@@ -169,7 +169,8 @@ def _text(v: bytes | str) -> str:
 
 class TuningService:
     """The rules of the module docstring over a ``TuningStore``. ``hook(event)`` is called with
-    ``accepted``, ``rejected``, ``served`` (a GET answered a choice) or ``forged``."""
+    ``accepted``, ``rejected``, ``asked`` (a GET answered), ``served`` (that answer held a
+    choice) or ``forged``."""
 
     def __init__(
         self,
@@ -277,6 +278,7 @@ class TuningService:
         target = self._normalize(target)
         kept = self._verified(tuning_key(graph_hex, target, runtime))
         out = self._evidence(graph_hex, target, runtime, kept)
+        self._emit("asked")
         if out["choice"] is not None:
             self._emit("served")
         return out

@@ -28,6 +28,7 @@ from tests.conftest_redis import RedisServer
 from tests.graphs import LINALG
 from tests.server import REPO, KilnServer, kiln_server
 from tests.test_determinism import REFORMATTED
+from tests.test_kernel_cache import DEEP, SHALLOW, mlp
 
 TOKEN = "status-page-token"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -94,6 +95,33 @@ def test_the_page_lists_the_compiles_and_agrees_with_metrics(srv: KilnServer) ->
         assert f"<b>{kind['kind']}</b>" in page and f"<code>{kind['default']}</code>" in page
     # The page is counted like any route.
     assert srv.metric("kiln_requests_total", route="/", status="200") >= 1
+
+
+def test_kernel_cache_hits_and_tuned_answers_show_as_shares(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Issue 22: kernel hits and misses reach /metrics, and the page shows their share and the
+    share of GET /v1/tuning answers that held a choice ("—" before there is any)."""
+    with kiln_server(tmp_path_factory, workers=1, kernel_cache=1, access_log="false") as s:
+        c = s.client()
+        page = c.get("/").text
+        assert _tile(page, "kernel-hit-share") == _tile(page, "tuned-share") == "—"
+        # Two Vulkan MLPs sharing three layers: the second reuses their kernels.
+        for layers in (SHALLOW, DEEP):
+            r = c.post("/v1/compile", json={"graph": {"format": "mlir",
+                                                      "data": mlp(layers).decode()},
+                                            "targets": ["vulkan"]})
+            assert r.status_code == 200, r.text
+        assert s.metric("kiln_kernel_cache_total", kind="vulkan", result="hit") == 3
+        assert s.metric("kiln_kernel_cache_total", kind="vulkan", result="miss") == 6
+        assert s.metric("kiln_kernel_cache_total", kind="cuda", result="fallback") == 0  # listed
+        # One tuning question without records: asked, nothing served.
+        r = c.get(f"/v1/tuning/{'ab' * 32}", params={"target": "cpu", "runtime": "3.13.0"})
+        assert r.status_code == 200 and r.json()["choice"] is None
+        assert (s.metric("kiln_tuning_gets_total"), s.metric("kiln_tuned_serves_total")) == (1, 0)
+        page = c.get("/").text
+        assert _tile(page, "kernel-hit-share") == "33%"  # 3 of 9
+        assert _tile(page, "tuned-share") == "0%"
 
 
 def test_without_a_session_the_page_asks_for_a_token_and_shows_nothing_else(
