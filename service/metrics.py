@@ -20,6 +20,8 @@ several apps in one process — tests — do not collide).
     kiln_kernel_cache_total{kind,result}    per-kernel lookups of the kernel cache (vulkan, cuda,
                                             rocm with KILN_KERNEL_CACHE=1): hit | miss, and
                                             fallback (the kernel path failed: one whole compile)
+    kiln_idle_tunings_total{result}         the idle tuner's attempts (service/idle_tuning.py):
+                                            tuned | skipped | failed | preempted
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
@@ -44,7 +46,9 @@ from .status import Activity
 if TYPE_CHECKING:
     from kiln.compiler.pipeline import CompileResult
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "IDLE_RESULTS", "Metrics"]
+
+IDLE_RESULTS = ("tuned", "skipped", "failed", "preempted")
 
 log = logging.getLogger("kiln.service")
 
@@ -102,6 +106,11 @@ class Metrics:
         for kind in sorted(KERNEL_KINDS):
             for result in ("hit", "miss", "fallback"):
                 self.kernel_cache.labels(kind, result)
+        self.idle_tunings = Counter(
+            "kiln_idle_tunings", "The idle tuner's attempts by result", ["result"], registry=r
+        )
+        for result in IDLE_RESULTS:
+            self.idle_tunings.labels(result)
         self.queue_depth = Gauge(
             "kiln_compile_queue_depth", "Compile jobs waiting for a worker", registry=r
         )
@@ -146,6 +155,10 @@ class Metrics:
     def on_kernel(self, kind: str, result: str) -> None:
         """``Pipeline.on_kernel`` hook: one kernel's ``hit`` or ``miss``, or a ``fallback``."""
         self.kernel_cache.labels(kind, result).inc()
+
+    def on_idle_tuning(self, result: str) -> None:
+        """``IdleTuner`` hook: ``tuned``, ``skipped``, ``failed`` or ``preempted``."""
+        self.idle_tunings.labels(result).inc()
 
     def on_result(self, result: CompileResult, seconds: float) -> None:
         """``Pipeline.on_result`` hook: each target's answer, for the status page."""

@@ -134,16 +134,20 @@ async def compile_graph(
     option: _OptionQuery = None,
 ) -> Response:
     svc = _service(request)
-    data, targets, options, fmt, supported = await _compile_input(request, format, target, option)
-    # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
-    tenant = TENANT.set(_tenant(request))
-    try:
-        result = await svc.compiles.compile(
-            data, targets=targets, options=options, format=fmt,
-            log_fields=log_fields(request.scope),
-        )
-    finally:
-        TENANT.reset(tenant)
+    with svc.idle_tuning.working():  # the idle tuner yields while a compile is answered
+        data, targets, options, fmt, supported = await _compile_input(request, format, target,
+                                                                      option)
+        # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
+        tenant = TENANT.set(_tenant(request))
+        try:
+            result = await svc.compiles.compile(
+                data, targets=targets, options=options, format=fmt,
+                log_fields=log_fields(request.scope),
+            )
+        finally:
+            TENANT.reset(tenant)
+    svc.idle_tuning.remember(data, format=fmt, options=options, answer=result,
+                             runtime=request.headers.get("x-kiln-runtime"))
     return _json(_finish(result, supported))
 
 
@@ -304,6 +308,7 @@ async def submit_job(
     option: _OptionQuery = None,
 ) -> Response:
     svc = _service(request)
+    svc.idle_tuning.touch()  # the job's compiles end with Pipeline.on_result (touch again)
     data, targets, options, fmt, supported = await _compile_input(request, format, target, option)
     tenant = TENANT.set(_tenant(request))  # inherited by the job's driver
     try:

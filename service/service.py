@@ -24,6 +24,7 @@ from kiln.targets.toolchain import compiler_identity, iree_compile_path
 from .artifacts import PARAMS_MEDIA_TYPE, ArtifactServer
 from .auth import TokenAuth
 from .compiles import CompileService
+from .idle_tuning import IdleTuner
 from .jobs import Jobs, job_store
 from .limits import UploadBudget
 from .metrics import Metrics
@@ -86,7 +87,6 @@ class Service:
                 failure_ttl=s.failure_ttl, fanout_threads=256,
             )
         self.pipeline.on_compile = metrics.on_compile
-        self.pipeline.on_result = metrics.on_result
         self.pipeline.on_kernel = metrics.on_kernel
         self.compiles = CompileService(
             pipeline=self.pipeline,
@@ -110,6 +110,10 @@ class Service:
             self.authority, auth_enabled=auth.enabled, accept_any=s.tuning_accept == "any",
             max_reports=s.tuning_max_reports, hook=metrics.on_tuning,
         )
+        #: Tunes recently compiled CPU targets when the server is idle (off by default).
+        self.idle_tuning = IdleTuner(s, pipeline=self.pipeline, tuning=self.tuning,
+                                     tmp_root=tmp_root, hook=metrics.on_idle_tuning)
+        self.pipeline.on_result = self._on_result
         metrics.track(
             queue_depth=lambda: compile_pool.queue_depth,
             in_flight=lambda: compile_pool.in_flight,
@@ -119,13 +123,23 @@ class Service:
         self._targets_json: bytes | None = None
 
     def start(self) -> None:
-        """Start the worker processes (they load the compiler on their first job)."""
+        """Start the worker processes (they load the compiler on their first job) and the idle
+        tuner (when enabled)."""
         self.pipeline.pool.start()
         self.pipeline.prepare_pool.start()
+        self.idle_tuning.start()
+
+    def _on_result(self, result: Any, seconds: float) -> None:
+        """Each compile answered (requests and jobs alike): the status page, and the idle
+        period starts again."""
+        self.idle_tuning.touch()
+        self.metrics.on_result(result, seconds)
 
     def close(self) -> None:
         """Cancel queued compiles, give running ones the pool's grace period (then kill them),
-        close the cache. Cache writes are atomic, so no partial entry is left behind."""
+        close the cache. Cache writes are atomic, so no partial entry is left behind. A tuning
+        in progress is abandoned first."""
+        self.idle_tuning.close()
         self.compiles.close()
         self.cache.close()
 

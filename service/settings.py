@@ -105,6 +105,20 @@ class Settings(BaseSettings):
     tuning_max_reports: int = Field(32, ge=4, le=1024)
     #: Largest ``POST /v1/tuning`` body, bytes.
     tuning_max_body_bytes: int = Field(64 << 10, ge=1024, le=1 << 20)
+    #: Idle tuning (service/idle_tuning.py): when no compile has come for ``idle_tuning_after``
+    #: seconds, autotune a CPU target this host can execute that a client compiled recently and
+    #: keep the result as a tuning record signed by the server. Off by default: it spends this
+    #: machine's CPU on measurements nobody asked for, and its timings are only as good as the
+    #: quiet of the machine. Needs ``compile=local`` and one HTTP worker.
+    idle_tuning: bool = False
+    #: Seconds without compile requests (and with idle worker pools) before a tuning starts.
+    idle_tuning_after: float = Field(60.0, gt=0)
+    #: Tunings started per rolling hour, at most (one at a time).
+    idle_tuning_per_hour: int = Field(6, ge=1, le=3600)
+    #: Seconds one tuning may take (its compiles and its timing child), then it is abandoned.
+    idle_tuning_timeout: float = Field(600.0, gt=0)
+    #: Graph bytes held for later tuning, in all (oldest dropped first; larger graphs are not).
+    idle_tuning_memory_bytes: int = Field(64 << 20, ge=0)
     log_level: str = "info"
     #: Log one JSON line per request (access log).
     access_log: bool = True

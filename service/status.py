@@ -5,8 +5,9 @@ What it shows, and where each figure comes from:
     compiles, hit rate   per minute, the last hour: ``Activity``, fed by the same hooks as the
                          Prometheus counters (``Metrics.on_compile``, ``Metrics.on_cache_event``)
     totals, queues       the Prometheus registry itself, so the page and ``/metrics`` agree;
-    and shares           also the kernel cache's hit share (hits / (hits + misses)) and the share
-                         of ``GET /v1/tuning`` answers that held a choice
+    and shares           also the kernel cache's hit share (hits / (hits + misses)), the share
+                         of ``GET /v1/tuning`` answers that held a choice, and the tunings the
+                         server ran itself when idle (service/idle_tuning.py)
     recent compiles      the last 50 targets ``Pipeline.compile_graph`` answered (``/v1/compile``
                          and jobs): target, outcome, cached, compile and answer seconds
     cluster              ``cluster_view``: queue depth per queue and the workers' heartbeats in
@@ -514,6 +515,8 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
         _tile("tuned-share", _share(served, _total(m.tuning_gets)),
               "tuning answers with a choice"),
         _tile("kernel-hit-share", _share(k_hits, k_hits + k_misses), "kernel cache hits"),
+        _tile("idle-tuned", _num(_total(m.idle_tunings, result="tuned")),
+              "tuned by the server when idle"),
         "</div></section>",
         '<section class="wide"><h2>The last hour, per minute</h2>',
         _chart(series),

@@ -10,6 +10,8 @@ so the next client on the same graph and target uses the choice without tuning
 Who may post: a client with a bearer token when the server has tokens (the middleware refuses
 the others, 401); a server without tokens refuses every record (``TuningForbidden``, 403)
 unless ``KILN_TUNING_ACCEPT=any``, because one anonymous record would steer every later client.
+The server's own records (its idle tuning, service/idle_tuning.py) skip that admission
+(``submit(..., trusted=True)``) and meet every other rule below.
 
 What is refused (``TuningRejected``, 422, ``detail.reason``): a chosen preset that is not the
 fastest of its own times (``not_fastest``), a preset that is not allow-listed or a record without
@@ -193,12 +195,15 @@ class TuningService:
 
     # -- POST ------------------------------------------------------------------------------------
 
-    def submit(self, record: Mapping[str, Any], *, runtime: str, submitter: str) -> dict[str, Any]:
+    def submit(self, record: Mapping[str, Any], *, runtime: str, submitter: str,
+               trusted: bool = False) -> dict[str, Any]:
         """Check, sign and keep one record; the accepted record and the evidence after it.
         Raises ``TuningForbidden``, ``TuningRejected``, ``TuningOutlier``, ``UnsupportedTarget``
-        (all counted as ``rejected``)."""
+        (all counted as ``rejected``). ``trusted``: the server's own record (its idle tuning,
+        service/idle_tuning.py): no ``admit``, every other check."""
         try:
-            accepted = self._submit(record, runtime=runtime, submitter=submitter)
+            accepted = self._submit(record, runtime=runtime, submitter=submitter,
+                                    trusted=trusted)
         except Exception:  # counted, then raised unchanged
             self._emit("rejected")
             raise
@@ -216,9 +221,10 @@ class TuningService:
                 detail={"setting": "KILN_TUNING_ACCEPT", "value": "authenticated"},
             )
 
-    def _submit(self, record: Mapping[str, Any], *, runtime: str,
-                submitter: str) -> dict[str, Any]:
-        self.admit()
+    def _submit(self, record: Mapping[str, Any], *, runtime: str, submitter: str,
+                trusted: bool) -> dict[str, Any]:
+        if not trusted:
+            self.admit()
         graph_hex = str(record["graph_digest"]).removeprefix("sha256:")
         target = self._normalize(str(record["target"]))
         times = {str(p): {"median_ms": float(t["median_ms"]), "samples": int(t["samples"])}
@@ -282,6 +288,11 @@ class TuningService:
         if out["choice"] is not None:
             self._emit("served")
         return out
+
+    def has_records(self, graph_hex: str, target: str, runtime: str) -> bool:
+        """Whether any verified record is kept for (graph, target, runtime); counts nothing
+        but forged records."""
+        return bool(self._verified(tuning_key(graph_hex, self._normalize(target), runtime)))
 
     def _evidence(self, graph_hex: str, target: str, runtime: str,
                   kept: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
