@@ -113,3 +113,37 @@ def test_with_the_setting_off_nothing_is_tuned(tmp_path_factory: pytest.TempPath
         time.sleep(4)
         assert evidence(srv, graph_hex, HASWELL, runtime)["records"] == []
         assert srv.metric("kiln_idle_tunings_total") == 0
+
+
+def test_remembered_graphs_and_started_tunings_are_bounded(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from kiln.service.idle_tuning import IdleTuner
+    from kiln.service.settings import Settings
+
+    def tuner(**settings: Any) -> IdleTuner:
+        return IdleTuner(Settings(idle_tuning=True, **settings), pipeline=SimpleNamespace(),
+                         tuning=SimpleNamespace(), tmp_root=tmp_path)  # type: ignore[arg-type]
+
+    def answer(i: int, *targets: str) -> dict[str, Any]:
+        return {"graph_digest": f"sha256:{i:064x}", "artifacts": [{"target": t}
+                                                                   for t in targets]}
+
+    t = tuner(idle_tuning_memory_bytes=100, idle_tuning_per_hour=2)
+    for i in range(3):  # 40 bytes each: the oldest goes
+        t.remember(bytes(40), format="mlir", options=None, runtime="3.13.0",
+                   answer=answer(i, HASWELL, "vulkan:generic"))
+    t.remember(bytes(101), format="mlir", options=None, runtime="3.13.0",
+               answer=answer(9, HASWELL))  # larger than all of it: never held
+    t.remember(bytes(10), format="onnx", options={"params": "external"}, runtime="3.13.0",
+               answer=answer(8, HASWELL))  # the weights apart: a client tunes it with them
+    assert [c.graph_digest[-1] for c in t._candidates.values()] == ["1", "2"]
+    assert t._budget_left()
+    t._started.extend([time.monotonic(), time.monotonic()])
+    assert not t._budget_left()  # two started this hour
+    t._started[0] -= 3601
+    assert t._budget_left()
+    # Off unless it can see every compile: one HTTP worker compiling locally.
+    assert not tuner(http_workers=2).enabled
+    assert not IdleTuner(Settings(), pipeline=SimpleNamespace(), tuning=SimpleNamespace(),
+                         tmp_root=tmp_path).enabled  # type: ignore[arg-type]
