@@ -388,7 +388,7 @@ class IdleTuner:
                 (work / f"{name}.vmfb").write_bytes(data)
             (work / "job.json").write_text(json.dumps({
                 "target": cand.target, "presets": list(blobs), "repeats": REPEATS,
-                "memory_limit": self.memory_limit}))
+                "memory_limit": self.memory_limit, "server": os.getpid()}))
             with open(work / "stderr", "wb") as err:
                 self._child = child = subprocess.Popen(
                     [sys.executable, "-m", "kiln.service.idle_tuning", str(work)],
@@ -436,12 +436,17 @@ def _why(exc: BaseException) -> str:
 def _child_main(argv: Sequence[str]) -> int:
     """Time the executables in DIR (``job.json``, ``graph``, ``<preset>.vmfb``) with
     ``kiln.client.autotune`` and write ``result.json`` (a ``TuneResult``'s JSON)."""
+    import ctypes
     import resource
 
-    os.nice(19)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     work = Path(argv[0])
     job = json.loads((work / "job.json").read_text())
+    with contextlib.suppress(OSError, AttributeError):  # die with the server (Linux)
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != job["server"]:
+        return 1  # the server is gone already
+    os.nice(19)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if job.get("memory_limit"):
         limit = int(job["memory_limit"])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
