@@ -142,6 +142,25 @@ def test_the_same_kernel_gets_the_same_name_wherever_it_is() -> None:
         assert f"@{x.name}::@{x.name}_matmul_{i}\n" in b_text
 
 
+def test_kernels_differing_only_in_the_alignment_their_call_sites_gave_share_a_name() -> None:
+    # IREE writes what it proved about a binding's offsets into the kernel (alignment(N)): the
+    # same layer elsewhere in another model gets another N. Above 64 it is clamped to 64.
+    def exe(align: int) -> str:
+        return sources(("main_dispatch_0", 4)).replace(
+            "    func.func", f"    // subspan alignment({align})\n    func.func")
+
+    found = [kernels.rename_executables(exe(a))[1][0] for a in (64, 2048, 16384, 32)]
+    assert found[0] == found[1] == found[2] != found[3]
+    assert "alignment(64)" in found[2].source and "alignment(16384)" not in found[2].source
+    # two such executables in one module: the second keeps its own alignment (its own name)
+    two = sources(("main_dispatch_0", 4), ("main_dispatch_1", 4))
+    for i, align in ((0, 64), (1, 2048)):
+        two = two.replace(f"    func.func @main_dispatch_{i}_",
+                          f"    // subspan alignment({align})\n    func.func @main_dispatch_{i}_")
+    _, (a, b) = kernels.rename_executables(two)
+    assert a == found[0] and a.name != b.name and "alignment(2048)" in b.source
+
+
 def test_two_executables_with_one_text_are_refused() -> None:
     from kiln.errors import CompileError
 
@@ -215,8 +234,9 @@ def test_a_corrupt_or_malformed_kernel_falls_back_to_a_correct_executable(
     first = k.compile(SHALLOW, "vulkan", again=True)  # SHALLOW's kernels are cached (or made)
     graph = k.pipeline.prepare(mlp(SHALLOW))
     key = k.pipeline.key_for(graph, parse_target("vulkan"), normalize_options(None))
-    src = kernels.executable_sources(mlir=graph.mlir, flags=list(key.flags))
-    kkeys = [kernels.kernel_key(x.digest, target=key.target, flags=key.flags,
+    kflags = kernels.kernel_flags(key.flags)
+    src = kernels.executable_sources(mlir=graph.mlir, flags=list(kflags))
+    kkeys = [kernels.kernel_key(x.digest, target=key.target, flags=kflags,
                                 compiler=k.pipeline.compiler) for x in src.kernels]
     records = [k.cache.storage.get_record(kk.digest()) for kk in kkeys]
     assert all(r is not None for r in records)

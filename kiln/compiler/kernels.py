@@ -4,11 +4,14 @@ With ``KILN_KERNEL_CACHE=1``, a whole-executable miss (``Pipeline.compile_prepar
 ``vulkan``, ``cuda`` or ``rocm`` target runs as worker jobs of three kinds instead of one
 ``CompileJob``:
 
+All three compile with ``kernel_flags``: IREE's binding fusion off, so a kernel does not hold
+the constant buffer offsets of the place it is called from.
+
 1. ``KernelSourcesJob`` compiles the graph to IREE's ``executable-sources`` phase and renames each
    dispatch executable from its positional name (``main_dispatch_3``) to one derived from its own
-   text (``k<24 hex>``, the sha256 of the executable with its name replaced by a placeholder), in
-   the executable, its exports and every reference to them. The same kernel in two models then has
-   one name and one text.
+   text (``k<24 hex>``, the sha256 of the executable with its name replaced by a placeholder and
+   its bindings' alignment clamped to 64 bytes), in the executable, its exports and every
+   reference to them. The same kernel in two models then has one name and one text.
 2. The engine looks each kernel up in the artifact cache (the same disk, Redis and S3 stores as
    executables: an action record per kernel key naming a CAS blob). The kernel key is a
    ``CompileKey`` whose ``graph_digest`` is the sha256 of the kernel's text, with the whole
@@ -71,6 +74,7 @@ __all__ = [
     "compile_with_kernels",
     "enabled",
     "executable_sources",
+    "kernel_flags",
     "kernel_key",
     "translate",
 ]
@@ -79,7 +83,7 @@ log = logging.getLogger("kiln.kernels")
 
 #: Version of the stored kernel (stub text + binary framing, the flags of both jobs); part of
 #: every kernel key, so changing it makes old kernels misses.
-KERNEL_FORMAT = 1
+KERNEL_FORMAT = 2
 #: Target kinds whose compiles go through the kernel cache.
 KERNEL_KINDS = frozenset({"vulkan", "cuda", "rocm"})
 
@@ -89,6 +93,17 @@ _EXE_RE = re.compile(r"^  hal\.executable private @([\w$.-]+) \{$", re.M)
 _PLACEHOLDER_RE = re.compile(re.escape(_PLACEHOLDER))
 _TOKEN_RE = re.compile("\0([0-9]+)\0")
 _ASSEMBLE_FLAGS = ("--iree-hal-link-executables=false",)
+# Every job of the kernel path compiles without IREE's binding fusion and dispatch-site
+# specialization: with it, each call site's constant buffer offsets are folded into the kernel
+# (``offset(%c634816)``, ``util.assume.int`` ranges), so the same layer in two models (or twice in
+# one) is two texts. Without it the offsets stay the runtime's binding offsets. ResNet-34 after
+# ResNet-18: 3 of 27 kernels found with it, 26 of 27 without (docs/caching.md, "Kernel cache").
+_KERNEL_FLAGS = ("--iree-scheduling-optimize-bindings=false",)
+# A binding's ``alignment(N)`` is what IREE proved about the offsets of its call sites, so it also
+# varies from model to model; a kernel is keyed and translated with it clamped to this (the
+# runtime's minimum binding alignment: a weaker assumption holds wherever a stronger one did).
+_MAX_ALIGNMENT = 64
+_ALIGNMENT_RE = re.compile(r"\balignment\(([0-9]+)\)")
 
 
 def enabled(kind: str) -> bool:
@@ -168,6 +183,13 @@ def unpack_kernel(blob: bytes) -> tuple[str, bytes, str]:
     return rest[:n].decode("utf-8"), rest[n:], ext
 
 
+def kernel_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """The flags every job of the kernel path compiles with: the whole compile's, then
+    ``_KERNEL_FLAGS`` (binding offsets left to the runtime, so kernels do not depend on where
+    they are called). Kernel keys are made with these."""
+    return (*flags, *_KERNEL_FLAGS)
+
+
 def kernel_key(digest: str, *, target: str, flags: Sequence[str],
                compiler: CompilerIdentity) -> CompileKey:
     """The cache key of one kernel: its canonical text's sha256, the whole compile's target,
@@ -184,10 +206,13 @@ def kernel_key(digest: str, *, target: str, flags: Sequence[str],
 
 
 def rename_executables(text: str) -> tuple[str, tuple[Kernel, ...]]:
-    """Give every top-level ``hal.executable`` of ``text`` its content-derived name.
+    """Give every top-level ``hal.executable`` of ``text`` its content-derived name: the sha256 of
+    its text with its own name replaced by a placeholder and its bindings' ``alignment(N)``
+    clamped to ``_MAX_ALIGNMENT`` (what IREE proved about the offsets at its call sites).
 
-    CompileError (the engine falls back) if two executables have the same text: IREE deduplicates
-    them, so that would mean a form this function does not know."""
+    Two executables that differ only in those alignments would get one name: the second keeps
+    its own alignments. CompileError (the engine falls back) if two executables have the same
+    text: IREE deduplicates them, so that would mean a form this function does not know."""
     # Weights are most of a module's text: work on the text around their hex literals.
     skeleton, literals = _hide_literals(text)
 
@@ -197,10 +222,14 @@ def rename_executables(text: str) -> tuple[str, tuple[Kernel, ...]]:
     kernels: list[Kernel] = []
     renames: dict[str, str] = {}
     for name in _EXE_RE.findall(skeleton):
-        body = shown(_executable_text(skeleton, name))
-        canonical = _symbol_re(name).sub(_PLACEHOLDER, body)
+        body = _symbol_re(name).sub(_PLACEHOLDER, shown(_executable_text(skeleton, name)))
+        canonical = _clamp_alignments(body)
         digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         new = "k" + digest[:24]
+        if new in renames.values():
+            canonical = body
+            digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            new = "k" + digest[:24]
         if new in renames.values():
             raise CompileError(f"two executables have the same text ({name}); not renamed")
         renames[name] = new
@@ -212,6 +241,12 @@ def rename_executables(text: str) -> tuple[str, tuple[Kernel, ...]]:
         )
         skeleton = pattern.sub(lambda m: renames[m.group(1)], skeleton)
     return shown(skeleton), tuple(kernels)
+
+
+def _clamp_alignments(text: str) -> str:
+    """``text`` with every ``alignment(N)`` above ``_MAX_ALIGNMENT`` lowered to it."""
+    return _ALIGNMENT_RE.sub(
+        lambda m: f"alignment({min(int(m.group(1)), _MAX_ALIGNMENT)})", text)
 
 
 def _hide_literals(text: str) -> tuple[str, list[str]]:
@@ -445,6 +480,7 @@ def compile_with_kernels(
             on_kernel(spec.kind, result)
 
     t0 = time.perf_counter()
+    flags = kernel_flags(flags)
     hint = cli_command(list(flags))
 
     def left() -> float:  # the jobs share the compile's timeout
