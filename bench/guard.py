@@ -29,7 +29,9 @@ tuning) and every other preset autotune would try for the graph
     .venv/bin/python bench/guard.py                 # the report; exit 1 on a cliff or wrong answer
     .venv/bin/python bench/guard.py --levels host   # one level
 
-``tests/test_guard.py`` runs it in the suite and prints the table.
+CI runs it after the suite (``scripts/test.sh``: a benchmark it reports, not one of the suite's
+timed tests); ``tests/test_guard.py`` is the same check as a bench suite
+(``scripts/test.sh -m bench tests/test_guard.py``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ pytest.importorskip("onnxruntime")
 
 from bench import guard  # noqa: E402
 
-# Timing three models on two ISA levels takes minutes: a bench suite (`scripts/test.sh -m bench`).
+# Timing three models on two ISA levels takes minutes: a bench suite (`scripts/test.sh -m bench`);
+# CI runs bench/guard.py itself after the suite (scripts/test.sh).
 pytestmark = [pytest.mark.slow, pytest.mark.bench]
 
 
