@@ -21,7 +21,8 @@ the one-job executable's on lavapipe. Run:
 Models: ``mlp-4``, ``mlp-5`` (tests/test_kernel_cache.py), ``resnet_cnn``, ``transformer_block``
 (tests/test_models.py), ``resnet18``, ``resnet34`` (bench/zoo.py's ResNet, exported once under
 ``bench/.zoo/kernel-cache/``; torch needed the first time) and ``resnet18-ext``, ``resnet34-ext``
-(the same with ``params: external``: weights apart from the code).
+(the same with ``params: external``: weights apart from the code), and any ``bench/zoo.py``
+model as ``zoo:NAME`` (weights inline) or ``zoo:NAME-ext`` (weights apart).
 """
 
 from __future__ import annotations
@@ -102,8 +103,28 @@ def _resnet(depth: int, params: str | None) -> Model:
                  options=opts)
 
 
-def models() -> dict[str, Model]:
-    out = [
+def _zoo(name: str, params: str | None) -> Model:
+    """A ``bench/zoo.py`` model (batch 1, built on first use; torch needed then), weights
+    inline or, with ``params="external"``, apart."""
+
+    def zm() -> Any:
+        from bench import zoo
+
+        return zoo.build(name, 1)
+
+    opts = {"params": params} if params else None
+    return Model(f"zoo:{name}" + ("-ext" if params else ""), lambda: bytes(zm().onnx_bytes),
+                 lambda: list(zm().inputs), options=opts)
+
+
+def models(names: list[str] | None = None) -> dict[str, Model]:
+    """The named models: the ones below, and ``zoo:NAME`` / ``zoo:NAME-ext`` for any zoo model."""
+    extra = []
+    for n in names or []:
+        if n.startswith("zoo:"):
+            base = n[4:].removesuffix("-ext")
+            extra.append(_zoo(base, "external" if n.endswith("-ext") else None))
+    out = [*extra,
         Model("mlp-4", lambda: mlp(SHALLOW), lambda: inputs(SHALLOW)),
         Model("mlp-5", lambda: mlp(DEEP), lambda: inputs(DEEP), after="mlp-4"),
         _test_model("resnet_cnn"),
@@ -156,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-run", default="", help="comma-separated models not run on lavapipe "
                     "(ResNets with inline weights take minutes a call there)")
     args = ap.parse_args(argv)
-    zoo = models()
+    zoo = models(args.models.split(","))
     chosen = [zoo[m] for m in args.models.split(",")]
     targets = args.targets.split(",")
     rows = []

@@ -185,6 +185,10 @@ def test_only_gpu_and_vulkan_kinds_and_only_when_turned_on(
     for off in ("0", ""):
         monkeypatch.setenv("KILN_KERNEL_CACHE", off)
         assert not kernels.enabled("vulkan")
+    monkeypatch.setenv("KILN_KERNEL_CACHE", "1")
+    # a graph with its weights inline past the bound compiles in one job
+    assert kernels.enabled("vulkan", kernels.MAX_MLIR_BYTES)
+    assert not kernels.enabled("vulkan", kernels.MAX_MLIR_BYTES + 1)
     monkeypatch.delenv("KILN_KERNEL_CACHE")
     assert not kernels.enabled("vulkan")  # off by default
 

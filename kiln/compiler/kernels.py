@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KERNEL_FORMAT",
     "KERNEL_KINDS",
+    "MAX_MLIR_BYTES",
     "Assembled",
     "Kernel",
     "KernelSources",
@@ -86,6 +87,12 @@ log = logging.getLogger("kiln.kernels")
 KERNEL_FORMAT = 2
 #: Target kinds whose compiles go through the kernel cache.
 KERNEL_KINDS = frozenset({"vulkan", "cuda", "rocm"})
+#: A graph whose MLIR is longer (its weights inline) compiles in one job: the kernel path handles
+#: the whole module as text twice more than one job does, which cost more than the cached
+#: kernels saved on ResNet-18/34 with inline weights (93 and 170 MB of MLIR: 1.07-1.32x one
+#: job's time on Vulkan and CUDA, bench/RESULTS.md "Kernel cache"). With ``params: external``
+#: the same models are 0.2 MB and take 0.16-0.56x.
+MAX_MLIR_BYTES = 16 << 20
 
 _PLACEHOLDER = "__kiln_kernel"
 _BINARY_PATH = "kiln-kernel.bin"  # the stub's object path until the assemble job writes the binary
@@ -106,12 +113,13 @@ _MAX_ALIGNMENT = 64
 _ALIGNMENT_RE = re.compile(r"\balignment\(([0-9]+)\)")
 
 
-def enabled(kind: str) -> bool:
-    """Whether ``kind``'s compiles use the kernel cache: ``KILN_KERNEL_CACHE=1`` and a GPU or
-    Vulkan kind. Off by default: a compile whose kernels are all new costs more than one job,
-    and the executable's bytes differ from a one-job compile's (docs/caching.md, "Kernel
-    cache")."""
-    if kind not in KERNEL_KINDS:
+def enabled(kind: str, mlir_bytes: int = 0) -> bool:
+    """Whether a compile for ``kind`` of a graph whose canonical MLIR is ``mlir_bytes`` long uses
+    the kernel cache: ``KILN_KERNEL_CACHE=1``, a GPU or Vulkan kind, and at most
+    ``MAX_MLIR_BYTES`` of MLIR. Off by default: a compile whose kernels are all new costs more
+    than one job, and the executable's bytes differ from a one-job compile's (docs/caching.md,
+    "Kernel cache")."""
+    if kind not in KERNEL_KINDS or mlir_bytes > MAX_MLIR_BYTES:
         return False
     return os.environ.get("KILN_KERNEL_CACHE", "0").strip().lower() in ("1", "true", "yes", "on")
 

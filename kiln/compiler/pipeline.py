@@ -306,7 +306,8 @@ class Pipeline:
             outcome = "error"
             try:
                 out: Compiled | None = None
-                if self.cache is not None and not rewrites and kernels.enabled(spec.kind):
+                if (self.cache is not None and not rewrites
+                        and kernels.enabled(spec.kind, len(graph.mlir))):
                     out = kernels.compile_with_kernels(  # None: fall back to one CompileJob
                         pool=self.pool, cache=self.cache, mlir=graph.mlir, spec=spec, flags=flags,
                         compiler=self.compiler, timeout=self.compile_timeout,
