@@ -459,3 +459,32 @@ def test_depthwise_in_other_dialects_matches_numpy(pipeline: Pipeline, dialect: 
     assert art.rewrites == ("depthwise-nhwc",)  # chosen from the traits, whatever the dialect
     y = load_vmfb(art.data, driver="local-task")["main"](x, w)
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_default_that_does_not_compile_falls_back_to_irees_own_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kiln's tuned flags must never make a graph fail that IREE's defaults compile (the zoo's
+    # RegNet at x86-64-v2 did). Here the dense set for AVX2 is broken on purpose.
+    from kiln.targets import presets
+
+    broken = "--iree-input-type=kiln-bogus"  # the compiler refuses it: exit 1
+    monkeypatch.setitem(presets._DENSE_LOWERINGS, "O3", (*presets._CPU_DENSE, broken))
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    with Pipeline(workers=1) as p:
+        res = p.compile(onnx_mlp(), targets=["cpu:x86_64:haswell"])
+        assert not res.errors, res.errors
+        art = res.artifacts[0]
+        assert broken not in art.flags and "--iree-opt-data-tiling" not in art.flags
+        assert any("IREE's own defaults (preset baseline)" in w and "kiln-bogus" in w
+                   for w in art.warnings), art.warnings
+        y = load_vmfb(art.data, driver="local-task")["mlp"](x)
+        np.testing.assert_allclose(y, onnx_mlp_reference(x), rtol=1e-4, atol=1e-4)
+        # the same answer again (the failure is remembered, the fallback is not a new error)
+        again = p.compile(onnx_mlp(), targets=["cpu:x86_64:haswell"])
+        assert not again.errors and again.artifacts[0].digest == art.digest
+        # a preset asked for by name is not replaced: its failure is the answer
+        monkeypatch.setitem(presets._CONV_LOWERINGS, "direct", (broken,))
+        named = p.compile(onnx_cnn(), targets=["cpu:x86_64:haswell"],
+                          options={"preset": "conv-direct"})
+        assert named.errors and named.errors[0].error.code == "compile_failed"
