@@ -321,7 +321,9 @@ def test_a_worker_killed_mid_compile_loses_no_job_and_leaves_no_compiler(
 
 
 @pytest.mark.redis
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
 @pytest.mark.slow
+@pytest.mark.bench
 def test_the_replica_that_accepted_a_job_dies_and_the_other_finishes_it(
     cluster: Cluster,
 ) -> None:

@@ -186,6 +186,8 @@ def test_overload_is_503_with_retry_after_while_hits_are_served(busy: KilnServer
     assert c.post("/v1/compile", json=_mlir(ADD)).status_code == 200  # the worker was replaced
 
 
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
+@pytest.mark.bench
 def test_a_timed_out_compile_is_remembered_not_run_again(busy: KilnServer) -> None:
     c = busy.client()
     graph = slow_graph(43)  # ~14 s of compiling: past the 4 s timeout on any machine

@@ -187,6 +187,8 @@ def _schemathesis(args: list[str], cwd: Path) -> None:
     assert "Operations:" in out and " passed" in out, out[-4000:]
 
 
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
+@pytest.mark.bench
 def test_a_fuzzer_driven_by_the_document_finds_nothing(
     srv: KilnServer, spec: dict[str, Any], tmp_path: Path
 ) -> None:
