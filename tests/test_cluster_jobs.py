@@ -280,7 +280,9 @@ def test_32_jobs_for_8_graphs_compile_8_times_and_compute_right(cluster: Cluster
 
 
 @pytest.mark.redis
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
 @pytest.mark.slow
+@pytest.mark.bench
 def test_a_worker_killed_mid_compile_loses_no_job_and_leaves_no_compiler(
     cluster: Cluster,
 ) -> None:

@@ -149,6 +149,8 @@ def _start(
     return t
 
 
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
+@pytest.mark.bench
 def test_overload_is_503_with_retry_after_while_hits_are_served(busy: KilnServer) -> None:
     c = busy.client()
     first = c.post("/v1/compile", json=_mlir(LINALG))

@@ -44,7 +44,9 @@ def test_regressions_are_the_expected_passes_that_did_not_pass() -> None:
     assert regressions(set(), results) == {}
 
 
+# A bench suite (`scripts/test.sh -m bench`): the default run had grown past its 15 minutes.
 @pytest.mark.slow
+@pytest.mark.bench
 def test_broken_expectation_fails_the_ci_sample(tmp_path: Path) -> None:
     write_expectations(tmp_path / "expected_cpu.txt", ["test_abs", "test_adam"])
     write_expectations(tmp_path / "expected_vulkan.txt", [])
