@@ -217,6 +217,9 @@ def test_a_timed_out_compile_is_remembered_not_run_again(busy: KilnServer) -> No
 
 
 def test_graceful_shutdown_with_a_compile_in_flight(busy: KilnServer) -> None:
+    # a stored executable the shutdown must leave intact (whatever ran on this server before)
+    stored = busy.client().post("/v1/compile", json=_mlir(ADD.replace("4xf32", "7xf32")))
+    assert stored.status_code == 200, stored.text
     results: list[httpx.Response | Exception] = []
     slow = _start(busy, slow_graph(41), results, gauge="kiln_compiles_in_flight")
     t0 = time.monotonic()
@@ -230,4 +233,4 @@ def test_graceful_shutdown_with_a_compile_in_flight(busy: KilnServer) -> None:
     leftovers = [p for p in Path(busy.cache_dir).rglob(".tmp-*")]
     assert leftovers == []
     report = open_cache(cache_dir=busy.cache_dir).verify()
-    assert report.corrupt == 0 and report.dangling == 0 and report.ok_records >= 2
+    assert report.corrupt == 0 and report.dangling == 0 and report.ok_records >= 1
