@@ -20,6 +20,9 @@ several apps in one process — tests — do not collide).
     kiln_kernel_cache_total{kind,result}    per-kernel lookups of the kernel cache (vulkan, cuda,
                                             rocm with KILN_KERNEL_CACHE=1): hit | miss, and
                                             fallback (the kernel path failed: one whole compile)
+    kiln_frontend_cache_total{result}       whole-executable misses that started from the graph's
+                                            cached input phase (hit) or stored it (miss);
+                                            kiln/compiler/frontend.py
     kiln_idle_tunings_total{result}         the idle tuner's attempts (service/idle_tuning.py):
                                             tuned | skipped | failed | preempted
 
@@ -106,6 +109,12 @@ class Metrics:
         for kind in sorted(KERNEL_KINDS):
             for result in ("hit", "miss", "fallback"):
                 self.kernel_cache.labels(kind, result)
+        self.frontend_cache = Counter(
+            "kiln_frontend_cache", "Compiles that started from a graph's cached input phase "
+            "(hit) or stored it (miss)", ["result"], registry=r,
+        )
+        for result in ("hit", "miss"):
+            self.frontend_cache.labels(result)
         self.idle_tunings = Counter(
             "kiln_idle_tunings", "The idle tuner's attempts by result", ["result"], registry=r
         )
@@ -155,6 +164,10 @@ class Metrics:
     def on_kernel(self, kind: str, result: str) -> None:
         """``Pipeline.on_kernel`` hook: one kernel's ``hit`` or ``miss``, or a ``fallback``."""
         self.kernel_cache.labels(kind, result).inc()
+
+    def on_frontend(self, result: str) -> None:
+        """``Pipeline.on_frontend`` hook: ``hit`` or ``miss`` of the front-end cache."""
+        self.frontend_cache.labels(result).inc()
 
     def on_idle_tuning(self, result: str) -> None:
         """``IdleTuner`` hook: ``tuned``, ``skipped``, ``failed`` or ``preempted``."""

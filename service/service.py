@@ -88,6 +88,7 @@ class Service:
             )
         self.pipeline.on_compile = metrics.on_compile
         self.pipeline.on_kernel = metrics.on_kernel
+        self.pipeline.on_frontend = metrics.on_frontend
         self.compiles = CompileService(
             pipeline=self.pipeline,
             retry_after=s.retry_after,

@@ -144,6 +144,8 @@ class KernelSources:
     text: str
     kernels: tuple[Kernel, ...]
     seconds: float
+    #: The graph's ``input`` phase (bytecode) when asked for (``kiln.compiler.frontend``).
+    front: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -292,43 +294,83 @@ def _executable_text(text: str, name: str) -> str:
 
 
 def executable_sources(*, mlir: str, flags: list[str], module_attr: str | None = None,
-                       timeout: float | None = None) -> KernelSources:
-    """Compile to ``executable-sources`` and rename the executables (``rename_executables``)."""
-    from kiln.compiler.tasks import SOURCE_NAME, _with_module_attr
+                       timeout: float | None = None, front: bytes | None = None,
+                       want_front: bool = False) -> KernelSources:
+    """Compile to ``executable-sources`` and rename the executables (``rename_executables``).
+    ``front``/``want_front``: the front-end cache, as for ``tasks.compile_module``."""
+    from kiln.compiler.tasks import _with_module_attr
 
     if module_attr:
         mlir = _with_module_attr(mlir, module_attr)
     t0 = time.perf_counter()
-    text = _sources_in_session(mlir, flags)
-    if text is None:
-        with tempfile.TemporaryDirectory(prefix="kiln-kernels-") as tmp:
-            with open(os.path.join(tmp, SOURCE_NAME), "w", encoding="utf-8") as f:
-                f.write(mlir)
-            _iree_compile([*flags, "--compile-to=executable-sources", SOURCE_NAME,
-                           "-o", "sources.mlir"], cwd=tmp, timeout=timeout)
-            with open(os.path.join(tmp, "sources.mlir"), encoding="utf-8") as f:
-                text = f.read()
+    got = _sources_in_session(mlir, flags, front=front, want_front=want_front)
+    front_out = None
+    if got is not None:
+        text, front_out = got
+    else:
+        text, front_out = _sources_cli(mlir, flags, timeout=timeout, front=front,
+                                       want_front=want_front)
     renamed, kernels = rename_executables(text)
-    return KernelSources(renamed, kernels, time.perf_counter() - t0)
+    return KernelSources(renamed, kernels, time.perf_counter() - t0, front_out)
 
 
-def _sources_in_session(mlir: str, flags: list[str]) -> str | None:
-    """The module at ``executable-sources`` as text, compiled in this (worker) process through
-    the compiler's API: no process start, no files (0.28 against 0.45 s for a small MLP). None
-    when a flag is one only the command line knows (the caller runs ``iree-compile``);
-    CompileError with the compiler's diagnostics if it fails."""
-    from iree.compiler.api import Output, Session, Source
+def _sources_cli(mlir: str, flags: list[str], *, timeout: float | None, front: bytes | None,
+                 want_front: bool) -> tuple[str, bytes | None]:
+    """``_sources_in_session`` with the native ``iree-compile`` (flags only its command line
+    takes): one run, or two with a stop at the ``input`` phase (``want_front``), or one from
+    ``front``. Each run's module is named like the source (the compiler embeds the name)."""
+    from kiln.compiler.tasks import _FRONT_PHASE, SOURCE_NAME, front_readable
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if front is not None and not front_readable(front):
+        front = None
+    front_out = None
+    with tempfile.TemporaryDirectory(prefix="kiln-kernels-") as tmp:
+        with open(os.path.join(tmp, SOURCE_NAME), "w", encoding="utf-8") as f:
+            f.write(mlir)
+        cwd, start = tmp, list[str]()
+        if front is not None or want_front:
+            staged = os.path.join(tmp, "front")
+            os.mkdir(staged)
+            if front is None:
+                _iree_compile([*flags, f"--compile-to={_FRONT_PHASE}", "--emit-mlir-bytecode",
+                               SOURCE_NAME, "-o", os.path.join(staged, SOURCE_NAME)],
+                              cwd=tmp, timeout=_left(deadline))
+                with open(os.path.join(staged, SOURCE_NAME), "rb") as fb:
+                    front_out = fb.read()
+            else:
+                with open(os.path.join(staged, SOURCE_NAME), "wb") as fb:
+                    fb.write(front)
+            cwd, start = staged, [f"--compile-from={_FRONT_PHASE}"]
+        out = os.path.join(tmp, "sources.mlir")
+        _iree_compile([*flags, *start, "--compile-to=executable-sources", SOURCE_NAME, "-o", out],
+                      cwd=cwd, timeout=_left(deadline))
+        with open(out, encoding="utf-8") as f:
+            return f.read(), front_out
+
+
+def _sources_in_session(mlir: str, flags: list[str], *, front: bytes | None = None,
+                        want_front: bool = False) -> tuple[str, bytes | None] | None:
+    """The module at ``executable-sources`` as text (and, ``want_front``, its ``input`` phase as
+    bytecode), compiled in this (worker) process through the compiler's API: no process start,
+    no files (0.28 against 0.45 s for a small MLP). None when a flag is one only the command line
+    knows (the caller runs ``iree-compile``); CompileError with the compiler's diagnostics if it
+    fails. ``front``: start from the graph's cached ``input`` phase."""
+    from iree.compiler.api import Output, Session
 
     from kiln.compiler.tasks import (
-        SOURCE_NAME,
+        _FRONT_PHASE,
+        _bytecode,
         _CapturedStderr,
         _failure_message,
+        _open_graph,
         _set_phase,
         cli_command,
         parse_diagnostics,
     )
 
     text = None
+    front_out = None
     with _CapturedStderr() as cap:
         session = Session()
         try:
@@ -336,23 +378,34 @@ def _sources_in_session(mlir: str, flags: list[str]) -> str | None:
                 session.set_flags(*flags)
             except ValueError:
                 return None
-            inv = session.invocation()
-            inv.enable_console_diagnostics()
-            src = Source.wrap_buffer(session, mlir.encode("utf-8") + b"\0",
-                                     buffer_name=SOURCE_NAME)
+            inv, sources, ok, from_front = _open_graph(session, mlir.encode("utf-8"), front, cap)
+            invs = [inv]
             try:
-                ok = inv.parse_source(src)
-                if ok:
-                    _set_phase(inv, "to", "executable-sources")
+                if ok and want_front and not from_front:
+                    _set_phase(inv, "to", _FRONT_PHASE)
                     ok = inv.execute()
+                    if ok:
+                        front_out = _bytecode(inv)
+                        nxt = session.invocation()
+                        nxt.enable_console_diagnostics()
+                        nxt.import_module(inv.export_module())
+                        invs.append(nxt)
+                        from_front = True
+                if ok:
+                    if from_front:
+                        _set_phase(invs[-1], "from", _FRONT_PHASE)
+                    _set_phase(invs[-1], "to", "executable-sources")
+                    ok = invs[-1].execute()
                 if ok:
                     out = Output.open_membuffer()
-                    inv.output_ir(out)
+                    invs[-1].output_ir(out)
                     text = bytes(out.map_memory()).decode("utf-8")
                     out.close()
             finally:
-                inv.close()
-                src.close()
+                for each in reversed(invs):
+                    each.close()
+                for src in sources:
+                    src.close()
         finally:
             session.close()
     if text is None:
@@ -361,7 +414,7 @@ def _sources_in_session(mlir: str, flags: list[str]) -> str | None:
             _failure_message(cap.text, diags),
             failure=CompileFailure(command=cli_command(flags), exit_code=1, stderr=cap.text,
                                    diagnostics=diags))
-    return text
+    return text, front_out
 
 
 def translate(*, executables: Sequence[str], flags: list[str], timeout: float | None = None
@@ -522,13 +575,16 @@ def compile_with_kernels(
     compiler: CompilerIdentity,
     timeout: float,
     on_kernel: Callable[[str, str], None] | None = None,
+    front: bytes | None = None,
+    want_front: bool = False,
 ) -> Compiled | None:
     """The executable of ``mlir`` built from cached and newly translated kernels, or None when
     the kernel path failed (the caller then compiles in one job; counted as ``fallback``).
 
     ``on_kernel(kind, result)`` is called once per kernel (``hit`` or ``miss``) and once per
     fallback (``fallback``). The jobs share ``timeout`` (seconds). CompileTimeout and Overloaded
-    propagate: a fall-back would only wait again."""
+    propagate: a fall-back would only wait again. ``front``/``want_front``: the front-end cache
+    (``kiln.compiler.frontend``), for the sources job; the phase asked for is ``Compiled.front``."""
     from kiln.compiler.tasks import (
         Compiled,
         KernelAssembleJob,
@@ -550,7 +606,7 @@ def compile_with_kernels(
 
     try:
         src: KernelSources = pool.run(
-            KernelSourcesJob(mlir, tuple(flags), spec.module_attr, left()),
+            KernelSourcesJob(mlir, tuple(flags), spec.module_attr, left(), front, want_front),
             timeout=left() + 5, command_hint=hint)
         keys = {k.name: kernel_key(k.digest, target=spec.target, flags=flags, compiler=compiler)
                 for k in src.kernels}
@@ -592,7 +648,7 @@ def compile_with_kernels(
         count("miss")
     for name, blob in built:
         _store(cache, keys[name], blob, seconds=translate_seconds / max(1, len(built)))
-    return Compiled(out.data, time.perf_counter() - t0, out.warnings)
+    return Compiled(out.data, time.perf_counter() - t0, out.warnings, src.front)
 
 
 def _lookup(cache: ArtifactCache, kh: str) -> bytes | None:
@@ -614,9 +670,10 @@ def _lookup(cache: ArtifactCache, kh: str) -> bytes | None:
     return data
 
 
-def _store(cache: ArtifactCache, key: CompileKey, blob: bytes, *, seconds: float) -> None:
-    """Store one kernel like an executable (blob, then its record; signed when the cache signs);
-    a failure is logged and the kernel stays a miss."""
+def _store(cache: ArtifactCache, key: CompileKey, blob: bytes, *, seconds: float,
+           what: str = "kernel") -> None:
+    """Store one kernel (or ``what`` else) like an executable (blob, then its record; signed when
+    the cache signs); a failure is logged and it stays a miss."""
     from kiln.cache import ActionRecord, CompilerInfo
     from kiln.cache.store import blob_digest
 
@@ -631,4 +688,4 @@ def _store(cache: ArtifactCache, key: CompileKey, blob: bytes, *, seconds: float
     try:
         cache.storage.put(record, blob)
     except (KilnError, OSError) as exc:
-        log.warning("kiln kernels: could not store kernel %s: %s", key.digest(), exc)
+        log.warning("kiln kernels: could not store %s %s: %s", what, key.digest(), exc)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kiln.compiler import kernels
+from kiln.compiler import frontend, kernels
 from kiln.compiler.tasks import Compiled, CompileJob, PrepareJob
 from kiln.compiler.workers import WorkerPool
 from kiln.dialects.types import FunctionSignature, InputDialect, PreparedGraph
@@ -222,6 +222,9 @@ class Pipeline:
         # outcome: ok | error | timeout | rejected (compile queue full: no compiler ran)
         #: (kind, result) per kernel of a GPU/Vulkan compile: hit | miss | fallback (kernels.py)
         self.on_kernel: Callable[[str, str], None] | None = None
+        #: Called with ``hit`` (a compile started from the graph's cached input phase) or
+        #: ``miss`` (one stored it), kiln.compiler.frontend.
+        self.on_frontend: Callable[[str], None] | None = None
         #: Called with each ``compile_graph`` result and its wall time in seconds (the service's
         #: status page lists them); must not block or raise.
         self.on_result: Callable[[CompileResult, float], None] | None = None
@@ -306,20 +309,34 @@ class Pipeline:
             t0 = time.perf_counter()
             outcome = "error"
             try:
+                # the graph's input phase, shared by its targets (kiln.compiler.frontend)
+                fkey, front = None, None
+                if self.cache is not None and frontend.enabled(len(graph.mlir),
+                                                               engine=self.engine):
+                    fkey = frontend.frontend_key(graph.digest, flags=flags,
+                                                 module_attr=spec.module_attr,
+                                                 compiler=self.compiler)
+                    front = frontend.lookup(self.cache, fkey)
+                want = fkey is not None and front is None
                 out: Compiled | None = None
                 if (self.cache is not None and not rewrites
                         and kernels.enabled(spec.kind, len(graph.mlir))):
                     out = kernels.compile_with_kernels(  # None: fall back to one CompileJob
                         pool=self.pool, cache=self.cache, mlir=graph.mlir, spec=spec, flags=flags,
                         compiler=self.compiler, timeout=self.compile_timeout,
-                        on_kernel=self.on_kernel)
+                        on_kernel=self.on_kernel, front=front, want_front=want)
                 if out is None:
                     out = self.pool.run(
                         CompileJob(graph.mlir, tuple(flags), spec.module_attr, self.engine,
-                                   self.compile_timeout, tuple(rewrites)),
+                                   self.compile_timeout, tuple(rewrites), front, want),
                         timeout=self.compile_timeout + 5,
                         command_hint=_command(flags),
                     )
+                if want and out.front is not None and self.cache is not None and fkey:
+                    frontend.store(self.cache, fkey, out.front)
+                if self.on_frontend is not None and (front is not None or out.front is not None):
+                    # a compile the command line ran (flags the session lacks) used neither
+                    self.on_frontend("hit" if front is not None else "miss")
                 outcome = "ok"
             except CompileTimeout:
                 outcome = "timeout"

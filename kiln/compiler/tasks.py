@@ -57,6 +57,9 @@ class Compiled:
     data: bytes
     seconds: float
     warnings: tuple[str, ...] = ()
+    #: The graph's ``input`` phase as MLIR bytecode when the job was asked for it
+    #: (``kiln.compiler.frontend``), else None.
+    front: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,16 @@ class CompileJob:
     engine: str = "session"
     timeout: float = 300.0
     rewrites: tuple[str, ...] = ()
+    #: The graph's cached ``input`` phase to start from (``kiln.compiler.frontend``).
+    front: bytes | None = None
+    #: Return the ``input`` phase (``Compiled.front``) for the front-end cache.
+    want_front: bool = False
 
     def run(self) -> Compiled:
         return compile_module(mlir=self.mlir, flags=list(self.flags), module_attr=self.module_attr,
                               engine=self.engine, timeout=self.timeout,
-                              rewrites=list(self.rewrites))
+                              rewrites=list(self.rewrites), front=self.front,
+                              want_front=self.want_front)
 
 
 @dataclass(frozen=True)
@@ -87,12 +95,15 @@ class KernelSourcesJob:
     flags: tuple[str, ...]
     module_attr: str | None = None
     timeout: float = 300.0
+    front: bytes | None = None  # as CompileJob's
+    want_front: bool = False
 
     def run(self) -> KernelSources:
         from kiln.compiler.kernels import executable_sources
 
         return executable_sources(mlir=self.mlir, flags=list(self.flags),
-                                  module_attr=self.module_attr, timeout=self.timeout)
+                                  module_attr=self.module_attr, timeout=self.timeout,
+                                  front=self.front, want_front=self.want_front)
 
 
 @dataclass(frozen=True)
@@ -321,11 +332,16 @@ def compile_module(
     engine: str = "session",
     timeout: float = 300.0,
     rewrites: list[str] | None = None,
+    front: bytes | None = None,
+    want_front: bool = False,
 ) -> Compiled:
     """Compile canonical MLIR text to a .vmfb.
 
     ``engine="session"`` runs the compiler library in this (worker) process, warm;
     ``engine="cli"`` runs the native ``iree-compile`` binary as a child of this worker.
+    ``front``: the graph's ``input`` phase (bytecode) to start from instead of the text;
+    ``want_front``: return that phase (``Compiled.front``). Both for the session engine only
+    (``kiln.compiler.frontend``); the executable is the same bytes either way.
     """
     if module_attr:
         mlir = _with_module_attr(mlir, module_attr)
@@ -335,18 +351,22 @@ def compile_module(
         # Diagnostics only: dumps do not change the executable, so the key keeps its flags.
         flags = [*flags, f"--iree-hal-dump-executable-files-to={temps}/executables"]
     t0 = time.perf_counter()
+    front_out = None
     try:
         if engine == "session":
-            data, stderr = _compile_session(source, flags, rewrites)
+            data, stderr, front_out = _compile_session(source, flags, rewrites, front=front,
+                                                       want_front=want_front)
         else:
-            data, stderr = _compile_cli(source, flags, timeout=timeout, rewrites=rewrites)
+            data, stderr, front_out = _compile_cli(source, flags, timeout=timeout,
+                                                   rewrites=rewrites, front=front,
+                                                   want_front=want_front)
     except CompileError as exc:
         if temps is not None and isinstance(exc.detail, dict):
             exc.detail["temps"] = temps
         raise
     seconds = time.perf_counter() - t0
     warnings = [str(d) for d in parse_diagnostics(stderr) if d.severity == "warning"]
-    return Compiled(data, seconds, tuple(warnings))
+    return Compiled(data, seconds, tuple(warnings), front_out)
 
 
 def _keep_temps(source: bytes, flags: list[str], rewrites: list[str]) -> str | None:
@@ -396,50 +416,61 @@ def cli_command(flags: list[str]) -> list[str]:
 
 
 def _compile_session(
-    source: bytes, flags: list[str], rewrites: list[str] | None = None
-) -> tuple[bytes, str]:
-    from iree.compiler.api import Output, Session, Source
+    source: bytes, flags: list[str], rewrites: list[str] | None = None, *,
+    front: bytes | None = None, want_front: bool = False,
+) -> tuple[bytes, str, bytes | None]:
+    """The .vmfb, the compiler's stderr and (``want_front``) the ``input`` phase as bytecode.
 
+    With ``rewrites``, the compile stops after each phase a rewrite follows, rewrites the module
+    in place (it lives in the session's context) and resumes from there in a fresh invocation.
+    ``front``/``want_front``: the front-end cache (``kiln.compiler.frontend``): start at the
+    ``input`` phase from ``front``, or stop there once to return it."""
+    from iree.compiler.api import Output, Session
+
+    from kiln.lowering.rewrites import rewrite_stages
+
+    front_out = None
     with _CapturedStderr() as cap:
         session = Session()
         try:
             session.set_flags(*flags)
         except ValueError:
             # A flag only the global command line knows: run the binary instead.
-            return _compile_cli(source, flags, timeout=None, rewrites=rewrites)
-        inv = session.invocation()
-        inv.enable_console_diagnostics()
-        src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
+            return _compile_cli(source, flags, timeout=None, rewrites=rewrites, front=front,
+                                want_front=want_front)
+        stages = rewrite_stages(rewrites) if rewrites else []
+        if (front is not None or want_front) and not any(p == _FRONT_PHASE for p, _ in stages):
+            stages.insert(0, (_FRONT_PHASE, []))  # the first phase a stage can follow
+        inv, sources, ok, from_front = _open_graph(session, source, front, cap)
         invocations = [inv]
         module = None
         try:
-            ok = inv.parse_source(src)
-            if ok and rewrites:
-                # Stop after each phase a rewrite follows, rewrite the module in place (it lives
-                # in the session's context), and resume from there in a fresh invocation.
-                from kiln.lowering.rewrites import rewrite_stages
-
-                prev: str | None = None
-                for phase, names in rewrite_stages(rewrites):
-                    cur = invocations[-1]
+            prev: str | None = None
+            for phase, names in stages if ok else []:
+                cur = invocations[-1]
+                skipped = phase == _FRONT_PHASE and from_front  # the module is at that phase
+                if not skipped:
                     if prev is not None:
                         _set_phase(cur, "from", prev)
                     _set_phase(cur, "to", phase)
                     ok = cur.execute()
                     if not ok:
                         break
+                    if phase == _FRONT_PHASE and want_front:
+                        front_out = _bytecode(cur)
+                prev = phase
+                if names or not skipped:
                     module = cur.export_module()
-                    _rewrite_stage(module, names, phase, flags)
+                    if names:
+                        _rewrite_stage(module, names, phase, flags)
                     nxt = session.invocation()
                     nxt.enable_console_diagnostics()
                     nxt.import_module(module)
                     invocations.append(nxt)
-                    prev = phase
-                if ok and prev is not None:
+            if ok:
+                if prev is not None:
                     _set_phase(invocations[-1], "from", prev)
-                    ok = invocations[-1].execute()
-            else:
-                ok = ok and inv.execute()
+                ok = invocations[-1].execute()
             data = b""
             if ok:
                 out = Output.open_membuffer()
@@ -450,7 +481,8 @@ def _compile_session(
             module = None  # an exported module must go before its context does
             for each in reversed(invocations):
                 each.close()
-            src.close()
+            for src in sources:
+                src.close()
             session.close()
     stderr = cap.text
     if not ok:
@@ -464,7 +496,49 @@ def _compile_session(
                 command=cli_command(flags), exit_code=1, stderr=stderr, diagnostics=diags
             ),
         )
-    return data, stderr
+    return data, stderr, front_out
+
+
+#: The phase the front-end cache keeps (``kiln.compiler.frontend.PHASE``).
+_FRONT_PHASE = "input"
+
+
+def _open_graph(
+    session: Any, source: bytes, front: bytes | None, cap: _CapturedStderr
+) -> tuple[Any, list[Any], bool, bool]:
+    """A fresh invocation holding the graph, parsed from ``front`` (a cached ``input`` phase,
+    bytecode) when given and readable, else from the text ``source``: ``(invocation, source
+    handles to close after it, parsed, from_front)``. A ``front`` the parser refuses leaves
+    no diagnostics behind (the compile goes on from the text)."""
+    from iree.compiler.api import Source
+
+    sources = []
+    if front is not None:
+        mark = cap.mark()
+        inv = session.invocation()
+        inv.enable_console_diagnostics()
+        src = Source.wrap_buffer(session, front, buffer_name=SOURCE_NAME)
+        sources.append(src)
+        if inv.parse_source(src):
+            return inv, sources, True, True
+        inv.close()
+        cap.rewind(mark)
+    inv = session.invocation()
+    inv.enable_console_diagnostics()
+    src = Source.wrap_buffer(session, source + b"\0", buffer_name=SOURCE_NAME)
+    sources.append(src)
+    return inv, sources, inv.parse_source(src), False
+
+
+def _bytecode(inv: Any) -> bytes:
+    """The invocation's module as MLIR bytecode (source locations included)."""
+    from iree.compiler.api import Output
+
+    out = Output.open_membuffer()
+    inv.output_ir_bytecode(out)
+    data = bytes(out.map_memory())
+    out.close()
+    return data
 
 
 def _set_phase(inv: Any, which: str, phase: str) -> None:
@@ -494,6 +568,14 @@ class _CapturedStderr:
         self.text = ""
         return self
 
+    def mark(self) -> int:
+        """Where the capture is now (``rewind`` drops what is written after it)."""
+        return os.lseek(2, 0, os.SEEK_CUR)
+
+    def rewind(self, mark: int) -> None:
+        os.ftruncate(2, mark)
+        os.lseek(2, mark, os.SEEK_SET)
+
     def __exit__(self, *exc: object) -> None:
         os.dup2(self._saved, 2)
         os.close(self._saved)
@@ -508,45 +590,72 @@ def _die_with_parent() -> None:
 
 
 def _compile_cli(
-    source: bytes, flags: list[str], *, timeout: float | None, rewrites: list[str] | None = None
-) -> tuple[bytes, str]:
+    source: bytes, flags: list[str], *, timeout: float | None, rewrites: list[str] | None = None,
+    front: bytes | None = None, want_front: bool = False,
+) -> tuple[bytes, str, bytes | None]:
     """Run the native ``iree-compile``; with ``rewrites``, in one run per phase a rewrite follows
     (``--compile-to=PHASE``, bytecode, the rewrites in this process) and a last run
-    ``--compile-from=`` the last phase.
+    ``--compile-from=`` the last phase. ``front``/``want_front``: the front-end cache, as for
+    ``_compile_session`` (a stop at the ``input`` phase is one run more).
     """
+    from kiln.lowering.rewrites import rewrite_stages
     from kiln.targets.toolchain import iree_compile_path
 
     deadline = None if timeout is None else time.monotonic() + timeout
+    if front is not None and not front_readable(front):
+        front = None
+    stages = rewrite_stages(rewrites) if rewrites else []
+    if (front is not None or want_front) and not any(p == _FRONT_PHASE for p, _ in stages):
+        stages.insert(0, (_FRONT_PHASE, []))
+    front_out = None
     with tempfile.TemporaryDirectory(prefix="kiln-compile-") as tmp:
-        src = os.path.join(tmp, SOURCE_NAME)
         out = os.path.join(tmp, "out.vmfb")
-        with open(src, "wb") as f:
+        with open(os.path.join(tmp, SOURCE_NAME), "wb") as f:
             f.write(source)
         exe = str(iree_compile_path())
         stderr = ""
-        if rewrites:
-            # Each stage's module is named like the source, in a folder of its own, so the
-            # compiler sees the same buffer name as in one run (it is embedded in the output).
-            stages, last = _cli_stages(rewrites)
-            cwd = tmp
-            for i, (args, phase, names) in enumerate(stages, 1):
-                stage = os.path.join(tmp, f"stage{i}")
-                os.mkdir(stage)
-                staged_path = os.path.join(stage, SOURCE_NAME)
-                cmd = [exe, *flags, *args, SOURCE_NAME, "-o", staged_path]
+        # Each stage's module is named like the source, in a folder of its own, so the
+        # compiler sees the same buffer name as in one run (it is embedded in the output).
+        cwd, prev = tmp, None
+        start: list[str]
+        for i, (phase, names) in enumerate(stages, 1):
+            stage = os.path.join(tmp, f"stage{i}")
+            os.mkdir(stage)
+            staged_path = os.path.join(stage, SOURCE_NAME)
+            if phase == _FRONT_PHASE and front is not None:
+                staged = front
+            else:
+                start = [f"--compile-from={prev}"] if prev else []
+                cmd = [exe, *flags, *start, f"--compile-to={phase}", "--emit-mlir-bytecode",
+                       SOURCE_NAME, "-o", staged_path]
                 stderr += _run_cli(cmd, cwd, deadline, timeout)
                 with open(staged_path, "rb") as f:
                     staged = f.read()
-                with open(staged_path, "wb") as f:
-                    f.write(_rewrite_bytecode(staged, names, phase, flags))
-                cwd = stage
-            cmd = [exe, *flags, *last, SOURCE_NAME, "-o", out]
-            stderr += _run_cli(cmd, cwd, deadline, timeout)
-        else:
-            cmd = [exe, *flags, SOURCE_NAME, "-o", "out.vmfb"]
-            stderr += _run_cli(cmd, tmp, deadline, timeout)
+                if phase == _FRONT_PHASE and want_front:
+                    front_out = staged
+            with open(staged_path, "wb") as f:
+                f.write(_rewrite_bytecode(staged, names, phase, flags) if names else staged)
+            cwd, prev = stage, phase
+        start = [f"--compile-from={prev}"] if prev else []
+        stderr += _run_cli([exe, *flags, *start, SOURCE_NAME, "-o", out], cwd, deadline, timeout)
         with open(out, "rb") as f:
-            return f.read(), stderr
+            return f.read(), stderr, front_out
+
+
+def front_readable(front: bytes) -> bool:
+    """Whether the compiler can read ``front`` (a stored ``input`` phase) as MLIR; a stored
+    phase that it cannot is ignored (the compile starts from the graph's text)."""
+    from iree.compiler import ir
+    from iree.compiler.api import Session
+
+    session = Session()
+    try:
+        ir.Module.parse(front, context=session.context)
+        return True
+    except Exception:  # noqa: BLE001 - MLIRError or worse: not a module
+        return False
+    finally:
+        session.close()
 
 
 def _rewrite_stage(module: Any, names: list[str], phase: str, flags: list[str]) -> None:
