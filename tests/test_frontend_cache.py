@@ -86,6 +86,11 @@ def test_a_second_target_starts_from_the_first_ones_input_phase(
         x = model_input(model)
         got = np.asarray(load_vmfb(art.data, driver="vulkan")[graph.functions[0]](x))
         np.testing.assert_allclose(got, reference(model, x), rtol=RTOL, atol=ATOL)
+        # the command-line engine (ROCm's preset has flags only it takes) starts from it too
+        rocm = p.compile_prepared(graph, parse_target("rocm:gfx942"), opts)
+        assert events == ["miss", "hit", "hit"]
+        assert rocm.data == uncached.compile_prepared(graph, parse_target("rocm:gfx942"),
+                                                      opts).data
 
 
 def test_an_unreadable_stored_phase_is_ignored(

@@ -123,6 +123,13 @@ def test_kernel_cache_hits_and_tuned_answers_show_as_shares(
         page = c.get("/").text
         assert _tile(page, "kernel-hit-share") == f"{100 * hits / (hits + misses):.0f}%"
         assert _tile(page, "tuned-share") == "0%"
+        # The same MLP for another target starts from its stored input phase (front-end cache).
+        assert s.metric("kiln_frontend_cache_total", result="miss") == 2
+        r = c.post("/v1/compile", json={"graph": {"format": "mlir",
+                                                  "data": mlp(SHALLOW).decode()},
+                                        "targets": ["vulkan:llvmpipe"]})
+        assert r.status_code == 200, r.text
+        assert s.metric("kiln_frontend_cache_total", result="hit") == 1
 
 
 def test_without_a_session_the_page_asks_for_a_token_and_shows_nothing_else(

@@ -642,6 +642,11 @@ def compile_with_kernels(
         log.warning("kiln kernels: %s: falling back to one compile: %s", spec.target, exc.message)
         count("fallback")
         return None
+    log.debug("kiln kernels: %s: sources %.2f s (front %s), %d of %d kernels cached, "
+              "translate %.2f s (worker time), assemble %.2f s, in all %.2f s", spec.target,
+              src.seconds, "given" if front is not None else "not given",
+              len(src.kernels) - len(misses), len(src.kernels), translate_seconds, out.seconds,
+              time.perf_counter() - t0)
     for _ in range(len(src.kernels) - len(misses)):
         count("hit")
     for _ in misses:
