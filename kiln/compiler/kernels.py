@@ -19,11 +19,10 @@ the constant buffer offsets of the place it is called from.
    The misses go to ``KernelTranslateJob``s, one per worker, in parallel: each translates its
    executables alone (without the program around them) and returns, per kernel, a stub (the
    executable with its exports as translated: workgroup count and size, no code) and the binary.
-3. ``KernelAssembleJob`` compiles the renamed module from ``executable-sources`` on, with
-   ``--iree-hal-link-executables=false`` and every kernel substituted at the configuration phase
-   (``--iree-hal-substitute-executable-configurations-from=stubs``; binaries in another folder,
-   since IREE takes every file there as a substitution, by stem). The new kernels are stored once
-   it succeeds.
+3. ``KernelAssembleJob`` puts each kernel's stub (the executable as translated, its code
+   replaced by the binary as an object) in the place of its executable in the renamed module's
+   text and compiles it from ``executable-targets`` on, with ``--iree-hal-link-executables=false``
+   (host code and serialization only). The new kernels are stored once it succeeds.
 
 The executable's bytes do not depend on which kernels were cached; they differ from a one-job
 compile's (content-derived names, unlinked executables), and it computes bit-identical results
@@ -465,27 +464,38 @@ def translate(*, executables: Sequence[str], flags: list[str], timeout: float | 
 
 def assemble(*, sources: str, flags: list[str], kernels: Sequence[tuple[str, bytes]],
              timeout: float | None = None) -> Assembled:
-    """Compile ``sources`` (a ``KernelSources.text``) from ``executable-sources`` to a .vmfb with
-    every executable substituted by its stored kernel ``(kernel name, blob)``: the bytes do not
-    depend on which kernels were cached. CompileError if a kernel is malformed, one is not
-    substituted, or the compiler fails."""
+    """Compile ``sources`` (a ``KernelSources.text``) to a .vmfb with every executable replaced
+    by its stored kernel ``(kernel name, blob)``: the stub (the executable as translated, no
+    code) naming its binary takes the executable's place in the text, and the compiler goes on
+    from ``executable-targets`` (host code, serialization). The bytes do not depend on which
+    kernels were cached. CompileError if a kernel is malformed, the module holds an executable
+    no kernel replaces, or the compiler fails.
+
+    Replacing the text, rather than IREE's
+    ``--iree-hal-substitute-executable-configurations-from``, spares the compiler parsing and
+    configuring every executable it would then throw away: 0.26 against 0.40 s for ResNet-34's
+    27 kernels on CUDA."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kiln-kernels-") as tmp:
-        stubs, bins = os.path.join(tmp, "stubs"), os.path.join(tmp, "bins")
-        os.mkdir(stubs)
+        bins = os.path.join(tmp, "bins")
         os.mkdir(bins)
-        for name, blob in kernels:
-            _write_kernel(stubs, bins, name, blob)
+        stubs = {name: _stub_text(bins, name, blob) for name, blob in kernels}
+        found = _EXE_RE.findall(sources)
+        if set(found) != set(stubs) or len(found) != len(stubs):
+            raise CompileError(f"the module's executables ({len(found)}) are not the "
+                               f"kernels given ({len(stubs)})")
+        parts, pos = [], 0
+        for name in found:  # in the order they appear
+            start = sources.index(f"  hal.executable private @{name} {{\n", pos)
+            end = sources.index("\n  }\n", start) + len("\n  }\n")
+            parts += [sources[pos:start], stubs[name]]
+            pos = end
+        parts.append(sources[pos:])
         with open(os.path.join(tmp, "sources.mlir"), "w", encoding="utf-8") as f:
-            f.write(sources)
-        # relative: the compiler records the stub's path in the executable (runs are in ``tmp``)
+            f.write("".join(parts))
         stderr = _iree_compile(
-            [*flags, *_ASSEMBLE_FLAGS, "--iree-hal-substitute-executable-configurations-from=stubs",
-             "--compile-from=executable-sources", "sources.mlir", "-o", "out.vmfb"],
-            cwd=tmp, timeout=timeout)
-        done = stderr.count("substituted with MLIR source")
-        if done != len(kernels):
-            raise CompileError(f"the compiler substituted {done} of {len(kernels)} kernels")
+            [*flags, *_ASSEMBLE_FLAGS, "--compile-from=executable-targets", "sources.mlir",
+             "-o", "out.vmfb"], cwd=tmp, timeout=timeout)
         with open(os.path.join(tmp, "out.vmfb"), "rb") as f:
             data = f.read()
     return Assembled(data, time.perf_counter() - t0, _warnings(stderr))
@@ -497,9 +507,9 @@ def _warnings(stderr: str) -> tuple[str, ...]:
     return tuple(str(d) for d in parse_diagnostics(stderr) if d.severity == "warning")
 
 
-def _write_kernel(stubs: str, bins: str, name: str, blob: bytes) -> None:
-    """The stub ``stubs/NAME.mlir`` naming its binary ``bins/NAME.EXT`` (apart: IREE takes every
-    file in ``stubs`` as a substitution, by stem). CompileError if ``blob`` is malformed."""
+def _stub_text(bins: str, name: str, blob: bytes) -> str:
+    """The stub of a stored kernel, indented as a top-level op of the module, naming its binary
+    written to ``bins/NAME.EXT``. CompileError if ``blob`` is malformed."""
     try:
         stub, binary, ext = unpack_kernel(blob)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -509,8 +519,8 @@ def _write_kernel(stubs: str, bins: str, name: str, blob: bytes) -> None:
     path = os.path.join(bins, name + ext)
     with open(path, "wb") as f:
         f.write(binary)
-    with open(os.path.join(stubs, name + ".mlir"), "w", encoding="utf-8") as f:
-        f.write(stub.replace(f'"{_BINARY_PATH}"', json.dumps(path)))
+    text = stub.replace(f'"{_BINARY_PATH}"', json.dumps(path)).strip("\n")
+    return "\n".join("  " + line if line else line for line in text.split("\n")) + "\n"
 
 
 def _left(deadline: float | None) -> float | None:
