@@ -130,3 +130,28 @@ def test_off_means_nothing_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert frontend.enabled(10, engine="session")
     assert not frontend.enabled(10, engine="cli")
     assert not frontend.enabled(frontend.MAX_MLIR_BYTES + 1, engine="session")
+
+
+def test_a_target_whose_module_names_its_device_has_its_own_phase(
+    tmp_path: Path, uncached: Pipeline, model_bytes: bytes,
+) -> None:
+    """``cuda:sm_90`` is declared as a module attribute (no flag names it): its phase holds the
+    attribute, so it is keyed apart from ``cuda:sm_80``'s, and a compile from it (without
+    adding the attribute again) is byte-identical to one from the text."""
+    p, events = cached(tmp_path)
+    with p:
+        graph = p.prepare(model_bytes)
+        spec, opts = parse_target("cuda:sm_90"), normalize_options(None)
+        assert spec.module_attr
+        first = p.compile_prepared(graph, spec, opts)
+        assert p.cache is not None and p.cache.disk is not None
+        p.cache.disk.delete_record(p.key_for(graph, spec, opts).digest())
+        again = p.compile_prepared(graph, spec, opts)
+        assert events == ["miss", "hit"] and not again.cached
+        assert again.data == first.data == uncached.compile_prepared(graph, spec, opts).data
+        keys = {frontend.frontend_key(graph.digest, flags=p.flags_for(parse_target(t), opts,
+                                                                      graph=graph),
+                                      module_attr=parse_target(t).module_attr,
+                                      compiler=p.compiler).digest()
+                for t in ("cuda:sm_90", "cuda:sm_80")}
+        assert len(keys) == 2

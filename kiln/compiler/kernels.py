@@ -297,9 +297,11 @@ def executable_sources(*, mlir: str, flags: list[str], module_attr: str | None =
                        want_front: bool = False) -> KernelSources:
     """Compile to ``executable-sources`` and rename the executables (``rename_executables``).
     ``front``/``want_front``: the front-end cache, as for ``tasks.compile_module``."""
-    from kiln.compiler.tasks import _with_module_attr
+    from kiln.compiler.tasks import _with_module_attr, front_readable
 
-    if module_attr:
+    if front is not None and not front_readable(front):
+        front = None  # compiled from the text
+    if module_attr and front is None:  # a front holds it already (its key names it)
         mlir = _with_module_attr(mlir, module_attr)
     t0 = time.perf_counter()
     got = _sources_in_session(mlir, flags, front=front, want_front=want_front)
@@ -318,11 +320,9 @@ def _sources_cli(mlir: str, flags: list[str], *, timeout: float | None, front: b
     """``_sources_in_session`` with the native ``iree-compile`` (flags only its command line
     takes): one run, or two with a stop at the ``input`` phase (``want_front``), or one from
     ``front``. Each run's module is named like the source (the compiler embeds the name)."""
-    from kiln.compiler.tasks import _FRONT_PHASE, SOURCE_NAME, front_readable
+    from kiln.compiler.tasks import _FRONT_PHASE, SOURCE_NAME
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    if front is not None and not front_readable(front):
-        front = None
     front_out = None
     with tempfile.TemporaryDirectory(prefix="kiln-kernels-") as tmp:
         with open(os.path.join(tmp, SOURCE_NAME), "w", encoding="utf-8") as f:

@@ -343,7 +343,9 @@ def compile_module(
     ``want_front``: return that phase (``Compiled.front``). Both for the session engine only
     (``kiln.compiler.frontend``); the executable is the same bytes either way.
     """
-    if module_attr:
+    if front is not None and not front_readable(front):
+        front = None  # the compile starts from the text
+    if module_attr and front is None:  # a front holds it already (its key names it)
         mlir = _with_module_attr(mlir, module_attr)
     source = mlir.encode("utf-8")
     temps = _keep_temps(source, flags, rewrites or [])
@@ -596,14 +598,13 @@ def _compile_cli(
     """Run the native ``iree-compile``; with ``rewrites``, in one run per phase a rewrite follows
     (``--compile-to=PHASE``, bytecode, the rewrites in this process) and a last run
     ``--compile-from=`` the last phase. ``front``/``want_front``: the front-end cache, as for
-    ``_compile_session`` (a stop at the ``input`` phase is one run more).
+    ``_compile_session`` (a stop at the ``input`` phase is one run more; ``compile_module``
+    has checked that the compiler reads ``front``).
     """
     from kiln.lowering.rewrites import rewrite_stages
     from kiln.targets.toolchain import iree_compile_path
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    if front is not None and not front_readable(front):
-        front = None
     stages = rewrite_stages(rewrites) if rewrites else []
     if (front is not None or want_front) and not any(p == _FRONT_PHASE for p, _ in stages):
         stages.insert(0, (_FRONT_PHASE, []))
