@@ -165,6 +165,15 @@ def _externalizing_importer(info: Any, module: ir.Module, model: onnx_t.ModelPro
             ):
                 # the plain importer's inline literal
                 return onnx_importer.NodeImporter.import_initializer(self, initializer, extern_name)
+            if isinstance(initializer, onnx.TensorProto) and not initializer.name and extern_name:
+                # A Constant node's tensor has no name of its own: IREE's importer would name
+                # its parameter at random (``584__k``), so the graph's digest changed from one
+                # import to the next and the archive (keyed by ``extern_name``) did not hold
+                # it. Give it the name of the value it defines.
+                named = onnx.TensorProto()
+                named.CopyFrom(initializer)
+                named.name = extern_name
+                initializer = named
             return super().import_initializer(initializer, extern_name)
 
     # Threshold 0: ``Importer.import_initializer`` has already decided. The paths are unused

@@ -345,3 +345,35 @@ def test_an_archive_reaches_the_shared_tier_and_one_made_while_it_was_down_follo
             time.sleep(0.05)
         assert not list(a.storage.pending_dir.iterdir())
         assert b.read_blob(d_later) == later and b.provenance(d_later) is not None
+
+
+def test_a_constant_nodes_weights_are_named_after_their_value(
+    pipeline: Any, tmp_path: Path
+) -> None:
+    """A Constant node's tensor has no name of its own (BERT's position ids, exported by torch):
+    IREE's importer named its parameter at random, so one model gave another graph digest on each
+    import (never a cache hit) and its archive did not hold the parameter the code read. It is
+    named after the value the node defines: the same digest twice, and it runs with its archive."""
+    from kiln.client.params import ParamsArchive
+    from kiln.client.runtime import load_vmfb
+    from kiln.targets import normalize_options, parse_target
+
+    r = np.random.default_rng(5)
+    bias = numpy_helper.from_array(r.standard_normal((4, 32)).astype(np.float32))  # no name
+    assert not bias.name
+    nodes = [helper.make_node("Constant", [], ["/embeddings/Constant_output_0"], value=bias),
+             helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "/embeddings/Constant_output_0"], ["y"])]
+    model = _model(nodes, {"w": r.standard_normal((16, 32)).astype(np.float32)}, [4, 16],
+                   [4, 32], "const")
+    data = model.SerializeToString()
+    a = pipeline.prepare(data, params="external")
+    b = pipeline.prepare(data, params="external")
+    assert a.digest == b.digest and a.params == b.params
+    assert '"model"::"/embeddings/Constant_output_0"' in a.mlir
+    art = pipeline.compile_prepared(a, parse_target("cpu"), normalize_options(EXTERNAL))
+    archive = tmp_path / "params.irpa"
+    archive.write_bytes(a.params)
+    fn = load_vmfb(art.data, driver="local-task", params=ParamsArchive.open(archive))["const"]
+    x = inputs((4, 16))
+    np.testing.assert_allclose(np.asarray(fn(x)), reference(model, x), rtol=1e-5, atol=1e-5)
