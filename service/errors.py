@@ -48,7 +48,7 @@ class ErrorInfo(BaseModel):
         "unsupported_target, compile_failed, compile_timeout, too_large, unauthorized, "
         "overloaded, not_found, internal, insufficient_storage, incompatible_runtime, "
         "integrity_error, tuning_forbidden, tuning_rejected, tuning_outlier; cache_unavailable "
-        "(only /readyz: the cache directory or Redis is not usable)",
+        "(only /readyz: the cache directory, Redis or S3 is not usable)",
         examples=["unsupported_target"],
     )
     message: str = Field(description="one human-readable sentence")

@@ -530,7 +530,7 @@ async def readyz(request: Request) -> Response:
     failed = [k for k, v in checks.items() if v != "ok"]
     if not failed:
         return _json({"status": "ready", "checks": checks})
-    code = "cache_unavailable" if set(failed) <= {"cache", "redis"} else "internal"
+    code = "cache_unavailable" if set(failed) <= {"cache", "redis", "s3"} else "internal"
     note_code(request.scope, code)
     err = KilnError(f"not ready: {', '.join(failed)}", detail={"checks": checks})
     err.code = code
@@ -543,10 +543,10 @@ async def readyz(request: Request) -> Response:
 _get_and_head(
     "/readyz", readyz, name="readyz", response_model=Readiness,
     responses=error_responses(
-        500, 503, s503="not ready: cache_unavailable (only the cache directory or Redis "
+        500, 503, s503="not ready: cache_unavailable (only the cache directory, Redis or S3 "
         "failed) or internal, with each check in detail.checks; or overloaded",
     ),
-    summary="Ready: compiler usable, cache writable, Redis reachable (no auth)",
+    summary="Ready: compiler usable, cache writable, Redis and S3 reachable (no auth)",
 )
 
 

@@ -179,6 +179,8 @@ class Service:
             with contextlib.suppress(Exception):
                 checks["redis"] = "ok" if self.cache.redis.ping() else "unreachable"
             checks.setdefault("redis", "unreachable")
+        if self.cache.s3 is not None:  # the blobs' home: a replica without it cannot serve
+            checks["s3"] = "ok" if self.cache.s3.ping() else "unreachable"
         return checks
 
 

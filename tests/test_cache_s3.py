@@ -263,14 +263,21 @@ def test_two_replicas_on_s3_artifact_get_answers_503_while_s3_is_down_then_200(
         ca, cb = a.client(), b.client()
         art = ca.post("/v1/compile", json=_req(1)).json()["artifacts"][0]
         assert redis_keys(redis_server, "kiln:v1:cas:*") == b"*0\r\n"  # the blob went to S3
+        assert cb.get("/readyz").json()["checks"]["s3"] == "ok"
         env.stop()
         try:
             assert ca.get(art["url"]).status_code == 200  # on a's disk
             down = cb.get(art["url"])  # b has it only through the stopped store
             assert down.status_code == 503
             assert down.json()["error"]["code"] == "cache_unavailable"
+            # and the readiness probe says so (a load balancer stops sending it requests)
+            ready = cb.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["error"]["code"] == "cache_unavailable"
+            assert ready.json()["error"]["detail"]["checks"]["s3"] == "unreachable"
         finally:
             env.start()
+        assert cb.get("/readyz").status_code == 200
         back = cb.get(art["url"])  # the same replica, not restarted
         assert back.status_code == 200 and back.content == ca.get(art["url"]).content
         assert load_vmfb(back.content, driver="local-task")
