@@ -4,16 +4,21 @@ For each model and target (compile-only for CUDA and ROCm; Vulkan executables al
 lavapipe), through the embedded pipeline with warm workers:
 
 - ``one job``: the usual compile (``KILN_KERNEL_CACHE`` off), no cache;
-- ``cold``: the kernel path into an empty cache (every kernel translated);
-- ``warm``: the kernel path again with the whole executable's record dropped (every kernel cached);
+- ``cold``: the kernel path into an empty cache (every kernel translated, the graph's input
+  phase stored: kiln/compiler/frontend.py);
+- ``warm``: the kernel path again with the whole executable's record dropped (every kernel and
+  the input phase cached);
+- ``warm, kernels only``: the same with the stored input phase dropped too (the kernel cache
+  alone);
 - for a model listed after a smaller one that shares its layers (``mlp-5`` after ``mlp-4``,
   ResNet-34 after ResNet-18): ``after``, its compile into a cache holding only the smaller model's
   kernels (the table says how many of its kernels were cached).
 
-Each repetition is one block of all variants, their order rotated from block to block; the table
-holds the medians. ``warm/one`` and ``after/one`` are the ratios that matter (a miss of the whole
-executable made cheaper); on Vulkan the warm executable's outputs are compared bit for bit with
-the one-job executable's on lavapipe. Run:
+Each repetition is one block of all variants, the one-job compile before or after the kernel
+path from block to block; the table holds the medians. ``warm/cold`` and ``after/cold`` are the
+issue's ratios (their mean is printed, and the same with the kernel cache alone); on Vulkan the
+warm executable's outputs are compared bit for bit with the one-job executable's on lavapipe
+(not for graphs with their weights in an archive). Run:
 
     nice -n 10 .venv/bin/python bench/kernel_cache.py [--reps 3] [--models mlp-4,mlp-5,...]
         [--targets vulkan,cuda:sm_90,rocm:gfx942]
