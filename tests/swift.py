@@ -103,7 +103,8 @@ class SwiftServer:
         s3 = self.client()
         while True:
             try:
-                s3.list_buckets()
+                s3.list_buckets()  # the account server answers
+                _container_server_answers(s3)
                 return
             except Exception as exc:  # any failure means "not yet"
                 dead = [n for n, p in self.procs.items() if p.poll() is not None]
@@ -114,6 +115,22 @@ class SwiftServer:
                         f"swift did not become healthy ({dead or exc!r}):\n{logs}"
                     ) from exc
                 time.sleep(0.1)
+
+    def create_bucket(self, name: str, *, timeout: float = 30.0) -> None:
+        """Create a bucket, retrying while Swift answers 503 ("Please reduce your request
+        rate": a server of its own still starting or busy; seen once in a CI run)."""
+        from botocore.exceptions import ClientError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.client().create_bucket(Bucket=name)
+                return
+            except ClientError as exc:
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if status != 503 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def stop(self) -> None:
         """Stop every server (SIGTERM, then SIGKILL after 5 s) and wait for each to be gone."""
@@ -210,3 +227,19 @@ class SwiftServer:
                                check=False, capture_output=True, text=True)  # fmt: skip
             if r.returncode not in (0, 1):  # 1: rebalance warnings
                 raise RuntimeError(f"swift-ring-builder {name} {args}: {r.stdout}{r.stderr}")
+
+
+def _container_server_answers(s3: Any) -> None:
+    """Raise until the container server answers: HEAD on a bucket that does not exist is a 404
+    from it, a 503 ("Please reduce your request rate") while it is still starting. A CI run
+    once met that 503 at the first CreateBucket, after ``list_buckets`` (the account server)
+    had answered."""
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_bucket(Bucket="kiln-not-a-bucket")
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchBucket", "NotFound"):
+            return
+        raise
+    raise RuntimeError("a bucket that was never made exists")

@@ -38,7 +38,7 @@ def swift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwiftServer]:
     server = SwiftServer(tmp_path_factory.mktemp("swift"))
     server.start()
     try:
-        server.client().create_bucket(Bucket=BUCKET)
+        server.create_bucket(BUCKET)
         yield server
     finally:
         server.close()

@@ -188,7 +188,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             swift = SwiftServer(root / "swift")
             swift.start()
             stack.callback(swift.close)
-            swift.client().create_bucket(Bucket=BUCKET)
+            swift.create_bucket(BUCKET)
             s3 = (f"s3://{BUCKET}/cluster", swift.env())
             common.update(s3_url=s3[0], s3_endpoint_url=swift.endpoint_url)
             saved = {k: os.environ.get(k) for k in s3[1]}  # the replicas inherit AWS_*
