@@ -4,7 +4,8 @@
 #      for the nginx-front test, and — with the test extra — OpenStack Swift with memcached: the
 #      S3 store tests/swift.py starts, and Chromium: the status page's headless screenshot test),
 #      installed with apt-get only when missing;
-#   2. a virtual environment (.venv, or $KILN_VENV) with Kiln and its dependencies.
+#   2. a virtual environment (.venv, or $KILN_VENV) with Kiln and exactly the versions locked in
+#      requirements/<extras>.txt (scripts/lock.sh writes them from pyproject.toml's ranges).
 # Used by the README, scripts/test.sh and the Dockerfile (KILN_BOOTSTRAP_APT=0 skips step 1 when
 # the image installs the packages itself). Idempotent: a second run changes nothing.
 set -euo pipefail
@@ -43,11 +44,24 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "bootstrap: Kiln needs Python >= 3.11 ($PYTHON is $("$PYTHON" -V 2>&1))" >&2
   exit 1
 fi
+lock="requirements/${EXTRAS//,/-}.txt"
+if [ ! -f "$lock" ]; then
+  echo "bootstrap: no lock for the extras '$EXTRAS' ($lock): add the set to scripts/lock.sh" >&2
+  exit 1
+fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 stamp="$VENV/.kiln-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[${EXTRAS}]"
-  touch "$stamp"
+# The exact versions and hashes of the lock (scripts/lock.sh refreshes it), nothing resolved
+# here; then Kiln itself, editable, built by the locked setuptools without build isolation.
+if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ] \
+   || [ "$(cat "$stamp")" != "$lock" ]; then
+  pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+  # (pip's notes about configured local indexes that lack a package are dropped.)
+  quiet() { "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
+  quiet "${pip[@]}" --require-hashes --no-deps -r "$lock"
+  quiet "${pip[@]}" --no-deps --no-build-isolation -e .
+  "$VENV/bin/python" -m pip check >/dev/null \
+    || { "$VENV/bin/python" -m pip check >&2; echo "bootstrap: $lock is inconsistent" >&2; exit 1; }
+  echo "$lock" > "$stamp"
 fi
 echo "bootstrap: ready ($VENV/bin/kiln)" >&2

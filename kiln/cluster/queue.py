@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
@@ -162,7 +162,8 @@ class _Doorbell:
             try:
                 client = redis.Redis.from_url(self.url, socket_connect_timeout=1.0,
                                               socket_timeout=None)
-                ps = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+                # redis-py's PubSub is partly typed, differently from release to release.
+                ps: Any = cast(Any, client).pubsub(ignore_subscribe_messages=True)
                 ps.subscribe(DONE_CHANNEL)
                 for msg in ps.listen():
                     if self._stop:
