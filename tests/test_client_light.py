@@ -1,15 +1,18 @@
-"""The light client (issue 17): ``pip install kiln`` without extras compiles on a server, fetches,
-verifies and runs an executable, with no compiler, FastAPI or Redis installed.
+"""The light client: ``pip install kiln`` without extras compiles on a server, fetches, verifies
+and runs an executable, with no compiler, FastAPI or Redis installed.
 
-A fresh virtual environment gets the repository installed with no extras (pip reuses the wheels
-the bootstrap already downloaded); a real ``kiln serve`` compiles; the script below runs in the
-light environment and checks both the answer and what is importable there.
+A fresh virtual environment gets the repository installed with no extras and nothing locked: pip
+resolves the newest versions pyproject.toml's ranges allow (the suite itself runs on the locked
+ones, requirements/). A real ``kiln serve`` compiles; the script below runs in the light
+environment and checks both the answer and what is importable there; mypy --strict checks the
+client's code against those newest versions' type information.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,3 +92,24 @@ def test_the_light_cli_says_what_to_install_for_the_server(light_python: Path) -
                        timeout=120)
     assert r.returncode == 2
     assert 'pip install "kiln[server]"' in r.stderr
+
+
+def test_the_client_type_checks_against_the_newest_versions_it_allows(
+    light_python: Path, tmp_path: Path
+) -> None:
+    # The mypy of the lock: what changes between runs is the client's dependencies, not the checker.
+    lock = (REPO / "requirements" / "server-test-bench.txt").read_text()
+    m = re.search(r"^mypy==(\S+)", lock, re.MULTILINE)
+    assert m, "mypy is not in the lock"
+    r = subprocess.run([str(light_python), "-m", "pip", "install", "-q",
+                        "--disable-pip-version-check", f"mypy=={m.group(1)}"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # The installed package (py.typed), as a library user's mypy sees it.
+    r = subprocess.run([str(light_python), "-m", "mypy", "--strict", "--ignore-missing-imports",
+                        "--follow-imports=silent", "--python-version", "3.11",
+                        "--cache-dir", str(tmp_path / "cache"), "-p", "kiln.client",
+                        "-p", "kiln.provenance", "-p", "kiln.errors", "-p", "kiln.files"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Success" in r.stdout
