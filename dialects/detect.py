@@ -155,12 +155,21 @@ def describe_bytes(data: bytes) -> str:
     stripped = text.lstrip()
     line = stripped.split("\n", 1)[0].strip()[:60]
     if stripped.startswith(("{", "[")):
+        if _looks_like_toml(stripped):
+            return f"TOML text (a kiln build manifest? `kiln build FILE` reads one): {line!r}"
         return f"JSON text: {line!r}"
     if stripped.startswith("<"):
         return f"XML or HTML text: {line!r}"
     if not stripped:
         return "only whitespace"
     return f"text whose first line is {line!r}"
+
+
+def _looks_like_toml(text: str) -> bool:
+    """A ``[table]`` / ``[[array]]`` header line or a ``key = value`` line: TOML, which JSON never
+    is (JSON separates keys with ':')."""
+    return bool(re.search(r"^\s*\[\[?[A-Za-z0-9_.\"' -]+\]\]?\s*$|^\s*[A-Za-z0-9_.-]+\s*=",
+                          text[:_HEAD], re.MULTILINE))
 
 
 def _is_vmfb(data: bytes) -> bool:

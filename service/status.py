@@ -11,7 +11,7 @@ What it shows, and where each figure comes from:
     recent compiles      the last 50 targets ``Pipeline.compile_graph`` answered (``/v1/compile``
                          and jobs): target, outcome, cached, compile and answer seconds
     cluster              ``cluster_view``: queue depth per queue and the workers' heartbeats in
-                         cluster mode (``kiln serve --compile remote``); "embedded mode" otherwise
+                         cluster mode (``kiln serve --compile remote``); "local compiles" otherwise (``--compile local``)
     cache                the disk tier's entries and bytes (``StoreStats``, re-read every 15 s)
     targets              the data of ``GET /v1/targets``
 
@@ -228,7 +228,7 @@ class ClusterView:
 
 
 def cluster_view(svc: Service) -> ClusterView | None:
-    """Cluster mode's queues and workers; None in embedded mode (compiles run in this process's
+    """Cluster mode's queues and workers; None with local compiles (compiles run in this process's
     own worker pool). The one hook the page has for cluster mode: ``Service.queue`` (a
     ``kiln.cluster.queue.CompileQueue``, present with ``--compile remote``) gives the depth per
     queue; the workers are its ``workers()`` if it has one, else the heartbeats ``kiln worker``
@@ -490,7 +490,7 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
     stats, stats_error = disk.get(svc)
     targets = json.loads(svc.targets_json())
     workers = getattr(svc.settings, "http_workers", 1)
-    mode = "cluster mode" if cluster is not None else "embedded mode"
+    mode = "cluster mode" if cluster is not None else "local compiles"
     clock = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     proc = f"process {os.getpid()}" + (f" (one of {workers} HTTP workers)" if workers > 1 else "")
     series = svc.metrics.activity.series()
@@ -622,8 +622,8 @@ def _cluster(view: ClusterView | None, svc: Service) -> str:
         size = getattr(pool, "size", None) or getattr(pool, "workers", None)
         what = (f"{e(size)} compile worker process{'es' if size != 1 else ''}"
                 if isinstance(size, int) else "its own compile worker processes")
-        return ('<section><h2>Workers</h2><p id="cluster">Embedded mode: this process compiles '
-                f"in {what}; no queue is shared.</p></section>")
+        return ('<section><h2>Workers</h2><p id="cluster">Local compiles (--compile local): this '
+                f"process compiles in {what}; no queue is shared.</p></section>")
     if view.error:
         return (f'<section><h2>Workers</h2><p id="cluster" class="bad">cluster mode: '
                 f"{e(view.error)}</p></section>")

@@ -24,7 +24,9 @@ ATTR_ARCHS = {
     "sm_100a": "+ptx86",
     "sm_103": "+ptx88",
 }
-ARCHS = FLAG_ARCHS + tuple(ATTR_ARCHS)
+# In compute-capability order (sm_90 before sm_120), as listings and error messages show them.
+ARCHS = tuple(sorted(FLAG_ARCHS + tuple(ATTR_ARCHS),
+                     key=lambda a: (int(a[3:].rstrip("abcdefghijklmnopqrstuvwxyz")), a)))
 ALIASES = {
     "p100": "sm_60",
     "v100": "sm_70",

@@ -123,8 +123,10 @@ ELF = Path("/proc/self/exe").resolve().read_bytes()[:8192]  # this Python interp
         (ELF, None, "an ELF executable or shared library (first bytes 7f 45 4c 46"),
         (b"PK\x03\x04" + bytes(40), "onnx", "a zip archive"),
         (b'[{"op": "Conv"}]', None, "JSON text"),
+        (b'[[models]]\nname = "a"\npath = "a.onnx"\n', None, "TOML text (a kiln build manifest?"),
     ],
-    ids=["readme-as-mlir", "os-release", "os-release-as-onnx", "elf", "zip-as-onnx", "json"],
+    ids=["readme-as-mlir", "os-release", "os-release-as-onnx", "elf", "zip-as-onnx", "json",
+         "toml"],
 )
 def test_what_is_no_graph_is_refused_saying_what_it_looks_like(
     pipeline: Pipeline, data: bytes, declared: str | None, seen: str

@@ -105,3 +105,29 @@ def test_option_prefixes_are_not_expanded(capsys: pytest.CaptureFixture[str]) ->
     assert code == 2 and "unrecognized arguments: --compile-t 5" in capsys.readouterr().err
     code, _, _ = run("compile", "x.onnx", "-t", "cpu", "--time", "5")
     assert code == 2 and "unrecognized arguments: --time" in capsys.readouterr().err
+
+
+def test_an_output_ending_in_a_slash_is_a_folder_for_one_target(tmp_path: Path) -> None:
+    code, stdout, stderr = run("compile", str(EXAMPLE), "-t", "cpu", "-o", f"{tmp_path}/out/",
+                               "--no-cache")
+    assert code == 0, stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["mlp.cpu_x86_64_generic.vmfb"]
+
+
+def test_targets_piped_into_a_reader_that_quits_exits_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # `kiln targets | head -1`: head exits after one line, the rest of the listing hits a closed
+    # pipe.
+    r = subprocess.run(f"'{sys.executable}' -m kiln.cli targets | head -1", shell=True,
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.stdout.startswith("compiler: iree 3.13")
+    assert r.stderr == ""
+
+
+def test_cuda_archs_are_listed_in_compute_capability_order() -> None:
+    code, stdout, _ = run("targets", "--json")
+    cuda = next(k for k in json.loads(stdout)["kinds"] if k["kind"] == "cuda")
+    archs = cuda["archs"]
+    assert archs.index("sm_89") < archs.index("sm_90") < archs.index("sm_100") < archs.index("sm_120")

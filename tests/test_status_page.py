@@ -83,11 +83,11 @@ def test_the_page_lists_the_compiles_and_agrees_with_metrics(srv: KilnServer) ->
                                                           result="miss") >= 2
     assert int(_tile(page, "queue-depth")) == srv.metric("kiln_compile_queue_depth") == 0
     assert int(_tile(page, "in-flight")) == srv.metric("kiln_compiles_in_flight") == 0
-    # This minute's bar and hit rate; embedded mode; the disk tier holds both executables.
+    # This minute's bar and hit rate; local compiles; the disk tier holds both executables.
     chart = page[page.index('<svg id="chart"'):page.index("</svg>")]
     assert sum(map(int, re.findall(r"<title>(\d+) compiled</title>", chart))) == 2
     assert "<circle" in chart or "<polyline" in chart
-    assert "Embedded mode" in _tile(page, "cluster")
+    assert "Local compiles (--compile local)" in _tile(page, "cluster")
     assert int(_tile(page, "cache-blobs")) >= 2 and int(_tile(page, "cache-records")) >= 2
     assert int(re.search(r'data-bytes="(\d+)"', page).group(1)) > 0  # type: ignore[union-attr]
     # Every target kind of GET /v1/targets, with its default.

@@ -242,6 +242,11 @@ def test_kiln_build_writes_provenance_that_kiln_verify_checks(
     exe_a = str(out / a["path"])
     code, text = verify(exe_a, "--key", str(key), "--target", "cpu:x86_64:generic")
     assert code == 0 and text.startswith("verified: "), text
+    # The target as a user writes it (the manifest said "cpu"): normalized as the server does.
+    code, text = verify(exe_a, "--key", str(key), "--target", "cpu")
+    assert code == 0 and text.startswith("verified: "), text
+    code, text = verify(exe_a, "--key", str(key), "--target", "cpu:nosuch")
+    assert code == 1 and "unsupported_target" in text, text
     tampered = tmp_path / "tampered.vmfb"
     data = bytearray((out / a["path"]).read_bytes())
     data[100] ^= 1

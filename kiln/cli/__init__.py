@@ -3,7 +3,8 @@
 is testable without subprocesses.
 
 Exit status: 0 on success; 1 when a compile failed or ``kiln verify`` refused (``code: message``
-on stderr); 2 for usage errors and unreadable inputs. Option prefixes are never expanded
+on stderr); 2 for usage errors and unreadable inputs; 141 when the reader of stdout went away
+(``kiln targets | head``). Option prefixes are never expanded
 (``--comp`` is not ``--compile-timeout``).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -72,3 +74,11 @@ def main(
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``kiln targets | head``): no traceback, and no second error when
+        # Python flushes stdout at exit.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141

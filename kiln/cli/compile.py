@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> None:
                        allow_abbrev=False)
     c.add_argument("graph", help="path to a .onnx, .mlir or .mlirbc file ('-' reads stdin)")
     c.add_argument("--target", "-t", action="append", required=True, help="e.g. cpu, vulkan, cuda:sm_90")
-    c.add_argument("-o", "--output", help="output file (one target) or directory (several)")
+    c.add_argument("-o", "--output", help="output file (one target) or directory (several "
+                   "targets, or a path ending in /)")
     c.add_argument("--option", action="append", default=[], type=_parse_option, metavar="KEY=VALUE",
                    help="an allow-listed compile option, e.g. opt_level=O3")
     c.add_argument("--format", choices=["onnx", "mlir"], help="override format detection")
@@ -73,7 +74,10 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
 
     written: list[str] = []
     if res.artifacts:
-        if len(args.target) == 1 and len(res.artifacts) == 1:
+        # A trailing slash or an existing directory means a folder, even for one target.
+        folder = args.output is not None and (args.output.endswith(("/", os.sep))
+                                              or Path(args.output).is_dir())
+        if len(args.target) == 1 and len(res.artifacts) == 1 and not folder:
             out = Path(args.output or artifact_name(stem, res.artifacts[0].target))
             written.append(str(atomic_write(out, res.artifacts[0].data)))
         else:

@@ -19,7 +19,8 @@ def add_parser(sub: Any) -> None:
                    help="its DSSE envelope (default: FILE.provenance.json, as kiln build writes)")
     v.add_argument("--key", "-k", action="append", required=True, metavar="PEM",
                    help="a trusted public key file (repeat for several; GET /v1/keys lists them)")
-    v.add_argument("--target", help="also require this normalized target, e.g. cpu:x86_64:generic")
+    v.add_argument("--target", help="also require this target (normalized first, as the server "
+                   "does: cpu means cpu:x86_64:generic on x86-64)")
     v.add_argument("--graph-digest", help="also require this graph digest (sha256:<hex>)")
 
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
         envelope = None  # verify_artifact says it is missing
     except (OSError, ValueError) as exc:
         raise IntegrityError(f"cannot read the provenance {prov}: {exc}") from exc
-    stmt = verify_artifact(ring, data, envelope, target=args.target,
+    stmt = verify_artifact(ring, data, envelope, target=_normalized(args.target),
                            graph_digest=args.graph_digest)
     ext = stmt["predicate"]["buildDefinition"]["externalParameters"]
     assert envelope is not None  # verify_artifact refuses a missing one
@@ -49,3 +50,20 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
           f"target {ext.get('target')} graph {ext.get('graph_digest')} (key {keyids})",
           file=stdout)
     return 0
+
+
+def _normalized(target: str | None) -> str | None:
+    """``target`` as the server normalizes it (``cpu`` -> ``cpu:x86_64:generic``); an unknown one
+    is ``UnsupportedTarget``. Without the compiler (the light client), CPU names cannot be checked
+    and a target is compared as written."""
+    if target is None:
+        return None
+    from kiln.errors import UnsupportedTarget
+    from kiln.targets import parse_target
+
+    try:
+        return parse_target(target).target
+    except UnsupportedTarget:
+        raise
+    except (OSError, RuntimeError, ImportError):
+        return target
