@@ -116,6 +116,24 @@ def test_a_record_edited_on_disk_to_name_other_bytes_is_a_miss(
         assert again.cached is False and again.data == blob(1)
 
 
+def test_a_record_verified_once_is_not_reverified_but_an_edit_of_it_is(
+    tmp_path: Path, authority: Authority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[object] = []
+    real_open = KeyRing.open
+    monkeypatch.setattr(KeyRing, "open", lambda self, env, **kw: (
+        opened.append(env), real_open(self, env, **kw))[1])
+    with open_cache(cache_dir=tmp_path / "c", authority=authority) as cache:
+        one = cache.get_or_build(key(1), build(1))
+        for _ in range(5):
+            assert cache.lookup(key(1), load=True).data == blob(1)  # type: ignore[union-attr]
+        assert len(opened) == 1  # the signature was verified on the first hit only
+        path = cache.disk.record_file(one.key)  # type: ignore[union-attr]
+        _edit_record(path, flags=[*one.record.flags, "--iree-invented"])
+        assert cache.lookup(key(1)) is None  # the edited record is verified, and refused
+        assert cache.counters.forged == 1 and len(opened) == 2
+
+
 @pytest.mark.parametrize("attack", ["copied", "unsigned", "invented-flag", "unknown-key"])
 def test_foreign_unsigned_or_altered_records_are_misses(
     tmp_path: Path, authority: Authority, attack: str
