@@ -16,7 +16,7 @@ __all__ = ["OPEN_PATHS", "PAGE_PATHS", "TokenAuth"]
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 #: The status page: it decides itself (bearer header or session cookie); its cookie opens
 #: nothing else.
-PAGE_PATHS = frozenset({"/", "/login"})
+PAGE_PATHS = frozenset({"/", "/login", "/logout"})
 
 
 class TokenAuth:

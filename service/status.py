@@ -26,6 +26,13 @@ process. Sessions live here (``Sessions``: at most 1024, each 12 hours, oldest o
 restart ends them all, and with ``--http-workers N`` each process knows only its own, so another
 process asks for the token again. The cookie grants the page and nothing else: the middleware
 never reads it, every API route keeps requiring the bearer header (which ``GET /`` accepts too).
+``POST /logout`` ends the session and clears the cookie. Both form posts refuse a cross-site
+request (403: a ``Sec-Fetch-Site`` other than ``same-origin``, or an ``Origin`` other than the
+page's own; see ``_cross_site``), so another site can neither sign a browser in with its own
+token nor out. Wrong tokens are throttled (``LoginThrottle``): 429 with ``Retry-After`` after 5
+failures from one address within a minute, or 100 from all addresses, until the minute has
+passed. Without tokens there is nothing to sign in to: ``POST /login`` still wants the form (400
+without it) and answers 303 to the public page.
 Everything rendered is escaped; ``Content-Security-Policy`` allows no script, no request and
 only inline styles.
 """
@@ -213,8 +220,61 @@ class Sessions:
                 return False
         return True
 
+    def end(self, cookie: str | None) -> None:
+        """Forget the session of ``cookie`` (a valid one; anything else is ignored)."""
+        if self.valid(cookie):
+            assert cookie is not None
+            with self._lock:
+                self._live.pop(cookie.partition(".")[0], None)
+
     def __len__(self) -> int:
         return len(self._live)
+
+
+class LoginThrottle:
+    """Failed sign-ins per address and in all, over a sliding ``window`` (seconds). ``retry_after``
+    is 0 while an address may try again, else the seconds until its oldest counted failure (or the
+    oldest of all, past ``total``) leaves the window. Remembers at most ``max_addresses``
+    addresses (oldest out first)."""
+
+    def __init__(self, *, per_address: int = 5, total: int = 100, window: float = 60.0,
+                 max_addresses: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_address = per_address
+        self.total = total
+        self.window = window
+        self.max_addresses = max_addresses
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_address: OrderedDict[str, deque[float]] = OrderedDict()
+        self._all: deque[float] = deque()
+
+    def _expire(self, times: deque[float], now: float) -> None:
+        while times and times[0] <= now - self.window:
+            times.popleft()
+
+    def retry_after(self, address: str) -> float:
+        now = self._clock()
+        with self._lock:
+            self._expire(self._all, now)
+            mine = self._by_address.get(address, deque())
+            self._expire(mine, now)
+            waits = [0.0]
+            if len(mine) >= self.per_address:
+                waits.append(mine[0] + self.window - now)
+            if len(self._all) >= self.total:
+                waits.append(self._all[0] + self.window - now)
+            return max(waits)
+
+    def failed(self, address: str) -> None:
+        now = self._clock()
+        with self._lock:
+            mine = self._by_address.pop(address, None) or deque()
+            self._expire(mine, now)
+            mine.append(now)
+            self._by_address[address] = mine
+            self._all.append(now)
+            while len(self._by_address) > self.max_addresses:
+                self._by_address.popitem(last=False)
 
 
 # -- cluster mode ------------------------------------------------------------------------------
@@ -271,8 +331,9 @@ _HTML = {"content": {"text/html": {"schema": {"type": "string"}}}}
 
 
 def install_status(app: FastAPI, *, auth: TokenAuth) -> APIRouter:
-    """Serve ``GET /`` and ``POST /login`` from ``app``; returns their router."""
+    """Serve ``GET /``, ``POST /login`` and ``POST /logout`` from ``app``; returns their router."""
     sessions = Sessions()
+    throttle = LoginThrottle()
     disk = _DiskStats()
     router = APIRouter()
 
@@ -315,7 +376,11 @@ def install_status(app: FastAPI, *, auth: TokenAuth) -> APIRouter:
                                      "SameSite=Strict; Path=/ (only with tokens configured)"},
                   }},
             400: {**_HTML, "description": "not a form with one token"},
-            403: {**_HTML, "description": "that token is not accepted (the form again)"},
+            403: {**_HTML, "description": "that token is not accepted (the form again), or a "
+                  "cross-site request"},
+            429: {**_HTML, "description": "too many wrong tokens lately: try again after "
+                  "Retry-After seconds",
+                  "headers": {"Retry-After": {"schema": {"type": "integer"}, "required": True}}},
             **error_responses(408, 413, 500, 503),
         },
         summary="Sign in to the status page with one of the server's tokens",
@@ -327,15 +392,26 @@ def install_status(app: FastAPI, *, auth: TokenAuth) -> APIRouter:
                                          "maxLength": 1024}}}}}}},
     )
     async def login(request: Request) -> Response:
-        if not auth.enabled:
-            return _signed_in_redirect(None)
+        if _cross_site(request):
+            note_code(request.scope, "unauthorized")
+            return _html(_login_page("Sign in from this server's own page."), status=403)
+        address = request.client.host if request.client else ""
+        wait = throttle.retry_after(address)
+        if wait > 0:
+            note_code(request.scope, "unauthorized")
+            resp = _html(_login_page("Too many wrong tokens: try again later."), status=429)
+            resp.headers["Retry-After"] = str(max(1, round(wait)))
+            return resp
         body = await read_body(request, limit=_LOGIN_MAX_BYTES)
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         token = _form_token(body) if ctype == "application/x-www-form-urlencoded" else None
         if token is None:
             note_code(request.scope, "invalid_request")
             return _html(_login_page("Send the form with one token."), status=400)
+        if not auth.enabled:
+            return _signed_in_redirect(None)
         if not auth.allows(b"Bearer " + token.encode()):
+            throttle.failed(address)
             note_code(request.scope, "unauthorized")
             return _html(_login_page("That token is not accepted."), status=403)
         cookie = sessions.new()
@@ -344,8 +420,49 @@ def install_status(app: FastAPI, *, auth: TokenAuth) -> APIRouter:
             "SameSite=Strict" + ("; Secure" if request.url.scheme == "https" else "")
         )
 
+    @router.post(
+        "/logout",
+        response_class=Response,
+        status_code=303,
+        responses={
+            303: {**_HTML, "description": "signed out: to / with the session cookie cleared",
+                  "headers": {"Location": {"schema": {"type": "string"}, "required": True}}},
+            403: {**_HTML, "description": "a cross-site request"},
+            **error_responses(500, 503),
+        },
+        summary="Sign out of the status page: the session ends, the cookie is cleared",
+        operation_id="status_logout",
+    )
+    async def logout(request: Request) -> Response:
+        if _cross_site(request):
+            note_code(request.scope, "unauthorized")
+            return _html(_login_page("Sign out from this server's own page."), status=403)
+        sessions.end(request.cookies.get(COOKIE))
+        resp = _html('<!doctype html><meta charset="utf-8"><title>Kiln</title>'
+                     '<a href="/">Signed out</a>', status=303)
+        resp.headers["Location"] = "/"
+        resp.headers["Set-Cookie"] = (f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
+                                      + ("; Secure" if request.url.scheme == "https" else ""))
+        return resp
+
     app.include_router(router)
     return router
+
+
+def _cross_site(request: Request) -> bool:
+    """A form post another site made the browser send. A browser's ``Sec-Fetch-Site`` decides
+    when present (only ``same-origin`` and ``none``, a typed address, pass: the page's own
+    ``Referrer-Policy: no-referrer`` makes browsers send ``Origin: null`` even from this page);
+    else an ``Origin`` must be this server's own scheme, host and port. A request with neither
+    (curl, an old browser) is not judged cross-site."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    host = request.headers.get("host", "")
+    return origin.rstrip("/").lower() != f"{request.url.scheme}://{host}".lower()
 
 
 def _form_token(body: bytes) -> str | None:
@@ -528,8 +645,9 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
         "</main>",
     ]
     if signed:
-        body.append('<p class="muted" style="padding:0 24px">Signed in: the session ends '
-                    "after 12 hours or when the server restarts.</p>")
+        body.append('<form method="post" action="/logout" class="muted" '
+                    'style="padding:0 24px">Signed in: the session ends after 12 hours, when the '
+                    'server restarts, or <button type="submit" id="logout">now</button>.</form>')
     return _page("Kiln status", "".join(body), refresh=True)
 
 

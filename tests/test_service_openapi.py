@@ -42,9 +42,10 @@ ROUTES = {
     "/metrics": {"get", "head"},
     "/": {"get"},
     "/login": {"post"},
+    "/logout": {"post"},
 }
 #: The status page (HTML for a browser; it signs in with a form, not the bearer header).
-PAGE = {"/", "/login"}
+PAGE = {"/", "/login", "/logout"}
 ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 
 
@@ -100,7 +101,7 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
             assert op.get("summary"), (method, path)
             assert {"200", "202", "303"} & set(op["responses"]), (method, path)
             for status, resp in op["responses"].items():
-                if path in PAGE and status in ("200", "303", "400", "403"):
+                if path in PAGE and status in ("200", "303", "400", "403", "429"):
                     assert set(resp["content"]) == {"text/html"}, (method, path, status)
                 elif int(status) >= 400:
                     schema = resp["content"]["application/json"]["schema"]

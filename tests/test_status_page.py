@@ -167,7 +167,7 @@ def _login_flow(locked: KilnServer, anon: httpx.Client, signed: httpx.Client) ->
     signed.headers["Cookie"] = value
     page = signed.get("/")
     assert page.status_code == 200 and "Recent compiles" in page.text
-    assert "<form" not in page.text
+    assert 'action="/login"' not in page.text
     # An edited session id fails its signature.
     sid, sig = value.split("=", 1)[1].split(".")
     other = sid[:-1] + ("B" if sid.endswith("A") else "A")
@@ -181,6 +181,54 @@ def _login_flow(locked: KilnServer, anon: httpx.Client, signed: httpx.Client) ->
         assert signed.get(path).status_code == 401, path
     # The bearer header opens the page too (curl, monitoring).
     assert "Recent compiles" in locked.client().get("/").text
+    # Signing out ends the session: the same cookie no longer opens the page.
+    assert 'action="/logout"' in page.text
+    out = signed.post("/logout", headers={"Sec-Fetch-Site": "same-origin"})
+    assert out.status_code == 303 and "Max-Age=0" in out.headers["set-cookie"]
+    assert "Recent compiles" not in signed.get("/").text
+
+
+def test_another_site_can_neither_sign_a_browser_in_nor_out(locked: KilnServer) -> None:
+    """Login CSRF: a page elsewhere posting the form (with the attacker's own valid token) into a
+    victim's browser, which sends the site's Origin or Sec-Fetch-Site."""
+    with httpx.Client(base_url=locked.url) as browser:
+        for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"},
+                        {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
+                        {"Origin": locked.url, "Sec-Fetch-Site": "cross-site"}):
+            r = browser.post("/login", data={"token": TOKEN}, headers=headers)
+            assert r.status_code == 403 and "set-cookie" not in r.headers, headers
+        # The server's own page: the browser says same-origin (with Origin: null, as the page's
+        # no-referrer policy makes it), or the Origin is the server's own.
+        for headers in ({"Sec-Fetch-Site": "same-origin", "Origin": "null"},
+                        {"Origin": locked.url}):
+            ok = browser.post("/login", data={"token": TOKEN}, headers=headers)
+            assert ok.status_code == 303 and "kiln_session=" in ok.headers["set-cookie"], headers
+        browser.headers["Cookie"] = ok.headers["set-cookie"].split(";")[0]
+        # Nor signed out from elsewhere.
+        r = browser.post("/logout", headers={"Origin": "https://evil.example"})
+        assert r.status_code == 403 and "set-cookie" not in r.headers
+        assert "Recent compiles" in browser.get("/").text
+
+
+def test_wrong_tokens_are_throttled_per_address(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with kiln_server(tmp_path_factory, workers=1, tokens=TOKEN) as s, \
+            httpx.Client(base_url=s.url) as guesser:
+        codes = [guesser.post("/login", data={"token": f"guess-{i}"}).status_code
+                 for i in range(8)]
+        assert codes == [403] * 5 + [429] * 3
+        r = guesser.post("/login", data={"token": TOKEN})  # even the right one, for a while
+        assert r.status_code == 429 and 1 <= int(r.headers["retry-after"]) <= 60
+        assert "set-cookie" not in r.headers
+        # The API's bearer header is not a sign-in: it still works.
+        assert s.client().get("/v1/targets").status_code == 200
+
+
+def test_without_tokens_login_wants_the_form_and_opens_the_public_page(srv: KilnServer) -> None:
+    with httpx.Client(base_url=srv.url) as c:
+        assert c.post("/login").status_code == 400
+        r = c.post("/login", data={"token": "anything"})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        assert "set-cookie" not in r.headers
 
 
 def test_everything_rendered_is_escaped() -> None:
