@@ -5,10 +5,11 @@ without tuning (kiln/client/tuning.py). Off by default (``KILN_IDLE_TUNING``).
 
     POST /v1/compile (cpu target) ─► remember (graph bytes, target, declared runtime), bounded LRU
     idle for idle_tuning_after s ─► pick the newest one that
-                                      - this host can execute: the same arch, and every LLVM
-                                        feature of the target's CPU is one of the host's
-                                        (``kiln.targets.cpu.cpu_features``; x86-64-v2, haswell,
-                                        skylake-avx512 on an AVX-512 host; never aarch64/riscv64)
+                                      - this host can execute: the same arch, and every ISA
+                                        feature the target's CPU enables is one this CPU's
+                                        kernel reports (``host_can_execute``; x86-64-v2,
+                                        haswell, skylake-avx512 on any AVX-512 host, AMD or
+                                        Intel; never aarch64/riscv64 on an x86-64 one)
                                       - has no tuning record yet for (graph, target, runtime)
                                   ─► prepare and compile each preset worth timing
                                      (``autotune_presets``) through the server's own pipeline
@@ -49,7 +50,6 @@ import contextlib
 import json
 import logging
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -101,28 +101,28 @@ class _Preempted(Exception):
 
 def host_can_execute(target: str, *, host: Any = None) -> bool:
     """Whether code compiled for ``target`` (a normalized ``cpu:ARCH:CPU[:FEATURES]``) runs on
-    this machine's CPU: the same arch, and the target CPU's LLVM features (with its explicit
-    ``+f``/``-f`` applied) a subset of the host's, as the compiler resolves both. ``host``: a
-    ``kiln.client.resolver.CpuInfo`` (default: this machine's). Blocking: it may run the
-    compiler (~0.1 s per CPU name, cached per process)."""
+    ``host``, a ``kiln.client.resolver.CpuInfo`` (default: this machine's, whose arch is this
+    machine's): the same arch, and every ISA feature the target's CPU enables, with its explicit
+    ``+f``/``-f`` applied, one the host's kernel reports (``kiln.client.isa``: target from LLVM's
+    list, host from ``/proc/cpuinfo``, both closed under LLVM's implications). False when the
+    host's kernel reported nothing or the compiler cannot read the target's features. Blocking:
+    it may run the compiler (~0.1 s per CPU name, cached per process)."""
+    from kiln.client import isa
     from kiln.client.resolver import detect_cpu
-    from kiln.targets.cpu import ALIASES, cpu_features
 
     parts = target.split(":")
     if parts[0] != "cpu" or len(parts) < 3:
         return False
     host = host if host is not None else detect_cpu()
-    machine = platform.machine().lower()
-    if parts[1] != host.arch or ALIASES.get(machine, machine) != host.arch:
+    if parts[1] != host.arch:
         return False
     feats = tuple(f for f in (parts[3] if len(parts) > 3 else "").split(",") if f)
     try:
-        want = cpu_features(parts[1], parts[2], feats)
-        have = cpu_features(host.arch, host.name, tuple(host.features))
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        want = isa.target_isa(parts[1], parts[2], feats)
+    except (RuntimeError, OSError, subprocess.SubprocessError, KeyError) as exc:
         log.warning("idle tuning: cannot compare %s with this CPU: %s", target, exc)
         return False
-    return bool(have) and want <= have
+    return isa.runs(frozenset(host.isa), want)
 
 
 class IdleTuner:

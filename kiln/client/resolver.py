@@ -6,11 +6,15 @@
 Sources: ``iree.runtime`` drivers and their devices (cuda → ``sm_XX`` from the driver library's
 compute capability or the device name; hip → ``gfxNNNN`` from the KFD topology or the name; vulkan
 → a vendor profile from the device name) and, for the CPU, ``platform.machine()`` plus
-``/proc/cpuinfo`` (vendor, family/model → an LLVM CPU name; flags → LLVM features).
+``/proc/cpuinfo``: the CPU's LLVM name from x86 vendor/family/model, aarch64 implementer/part or
+riscv64 ``uarch``; its features from the kernel's x86 ``flags``, aarch64 ``Features`` or riscv64
+``isa`` line, as LLVM names (``kiln.client.isa``), kept on ``CpuInfo.isa`` and turned into the
+target's ``+f``/``-f`` deltas to the name's own LLVM list.
 
 Failure semantics: detection never raises. A driver that cannot be created (no libcuda, no GPU) is
-simply absent; a CPU whose model is unknown gets the best generic level name (``x86-64-v4``/``v3``/
-``v2``); when the compiler's LLVM lists cannot be read the CPU target is the portable ``cpu:ARCH``.
+simply absent; an x86 CPU whose model is unknown gets the best generic level name (``x86-64-v4``/
+``v3``/``v2``), an aarch64 or riscv64 one the arch's generic CPU with deltas; when the compiler's
+LLVM lists cannot be read the CPU target is the portable ``cpu:ARCH`` (``isa`` still filled in).
 Every CPU name and feature emitted is checked against ``llvm_cpu_catalog`` so the target is always
 one the server accepts. Software Vulkan (llvmpipe/lavapipe, SwiftShader) runs on this same CPU and
 is always slower than native CPU code, so ``"auto"`` leaves it out; ``device="vulkan"`` selects it.
@@ -26,10 +30,11 @@ import platform
 import re
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kiln.client import isa
 from kiln.errors import InvalidRequest
 
 __all__ = [
@@ -61,7 +66,13 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """The host CPU as Kiln targets it; ``features`` are deltas to ``name``'s own LLVM features."""
+    """The host CPU as Kiln targets it; ``features`` are deltas to ``name``'s own LLVM features.
+
+    ``flags``: the kernel's own words for its features (x86 ``flags``, aarch64 ``Features``,
+    riscv64 ``isa``); ``isa``: the same as LLVM names, closed under LLVM's implications and kept
+    to ``kiln.client.isa.JUDGED`` (what ``isa.runs`` compares). Both are empty only when the
+    kernel said nothing (no ``/proc/cpuinfo``, an unknown arch).
+    """
 
     arch: str
     name: str
@@ -69,6 +80,7 @@ class CpuInfo:
     vendor: str = ""
     model_name: str = ""
     flags: frozenset[str] = field(default=frozenset(), repr=False)
+    isa: frozenset[str] = field(default=frozenset(), repr=False)
 
     @property
     def target(self) -> str:
@@ -87,42 +99,6 @@ class Candidate:
 
 # -- CPU ------------------------------------------------------------------------------------------
 
-# Linux /proc/cpuinfo flag -> LLVM feature, where the names differ. Only features in this table or
-# spelled the same in both are "detectable": only those are ever added or removed.
-_X86_FLAG_TO_LLVM = {
-    "pni": "sse3",
-    "sse4_1": "sse4.1",
-    "sse4_2": "sse4.2",
-    "pclmulqdq": "pclmul",
-    "lahf_lm": "sahf",
-    "abm": "lzcnt",
-    "bmi1": "bmi",
-    "rdrand": "rdrnd",
-    "erms": "ermsb",
-    "sha_ni": "sha",
-    "3dnowprefetch": "prfchw",
-    "fpu": "x87",
-    "avx512_vbmi2": "avx512vbmi2",
-    "avx512_vnni": "avx512vnni",
-    "avx512_bitalg": "avx512bitalg",
-    "avx512_vpopcntdq": "avx512vpopcntdq",
-    "avx512_bf16": "avx512bf16",
-    "avx512_fp16": "avx512fp16",
-    "avx512_vp2intersect": "avx512vp2intersect",
-    "avx_vnni": "avxvnni",
-    "avx_ifma": "avxifma",
-    "avx_vnni_int8": "avxvnniint8",
-    "avx_vnni_int16": "avxvnniint16",
-    "avx_ne_convert": "avxneconvert",
-    "amx_tile": "amx-tile",
-    "amx_bf16": "amx-bf16",
-    "amx_int8": "amx-int8",
-    "amx_fp16": "amx-fp16",
-    "amx_complex": "amx-complex",
-    "cx16": "cx16",
-    "cx8": "cx8",
-    "pku": "pku",
-}
 # The ISA features compiled kernels can use (vector units, FMA, bit manipulation, AMX). Only these
 # are emitted as deltas: system features (sgx, shstk, waitpkg, ...) never appear in generated code,
 # and listing them would overflow the 128-character target limit.
@@ -177,11 +153,10 @@ _ARM_PARTS = {
     (0x41, 0xD84): "neoverse-v3", (0x41, 0xD8E): "neoverse-n3", (0xC0, 0xAC3): "ampere1",
     (0xC0, 0xAC4): "ampere1a", (0x61, 0x022): "apple-m1", (0x61, 0x032): "apple-m2",
 }
-_ARM_FLAG_TO_LLVM = {
-    "asimd": "neon", "fp": "fp-armv8", "asimddp": "dotprod", "sve": "sve", "sve2": "sve2",
-    "i8mm": "i8mm", "bf16": "bf16", "asimdhp": "fullfp16", "fphp": "fullfp16",
-    "asimdfhm": "fp16fml",
-    "sme": "sme", "aes": "aes", "sha2": "sha2", "sha3": "sha3", "crc32": "crc", "atomics": "lse",
+# riscv64 ``uarch`` (the device tree's compatible string) -> LLVM name.
+_RISCV_UARCH = {
+    "sifive,u74-mc": "sifive-u74", "sifive,u74": "sifive-u74", "sifive,u54-mc": "sifive-u54",
+    "sifive,u54": "sifive-u54", "sifive,p550": "sifive-p550", "spacemit,x60": "spacemit-x60",
 }
 
 
@@ -199,9 +174,13 @@ def _cpuinfo_fields(text: str) -> dict[str, str]:
     return out
 
 
-def _x86_name(vendor: str, family: int, model: int) -> str | None:
+def _x86_name(vendor: str, family: int, model: int, have: frozenset[str]) -> str | None:
     if vendor == "GenuineIntel" and family == 6:
-        return _INTEL_FAMILY6.get(model)
+        name = _INTEL_FAMILY6.get(model)
+        if name == "skylake-avx512":  # one model number for three generations, as in LLVM
+            name = ("cooperlake" if "avx512bf16" in have
+                    else "cascadelake" if "avx512vnni" in have else name)
+        return name
     if vendor in ("AuthenticAMD", "HygonGenuine"):
         for models, name in _AMD_RANGES.get(family, []):
             if model in models:
@@ -269,7 +248,8 @@ def implied_features(triple: str, cpu: str) -> frozenset[str]:
 def detect_cpu(
     cpuinfo: str | None = None, *, machine: str | None = None, catalog: Any = None
 ) -> CpuInfo:
-    """The host CPU as a valid Kiln CPU target (see the module docstring for the fallbacks).
+    """The host CPU as a valid Kiln CPU target (see the module docstring for the fallbacks), with
+    ``isa``, what its kernel reports it has, always filled in when ``/proc/cpuinfo`` says it.
 
     ``cpuinfo``/``machine``/``catalog`` default to this machine's; pass them to resolve another.
     """
@@ -285,6 +265,11 @@ def detect_cpu(
         except OSError:
             cpuinfo = ""
     fields = _cpuinfo_fields(cpuinfo)
+    flags = frozenset(fields.get(_FEATURE_LINE[arch], "").split())
+    have = isa.kernel_to_llvm(arch, fields)
+    host = CpuInfo(arch, "", (), fields.get("vendor_id", fields.get("cpu implementer", "")),
+                   fields.get("model name", fields.get("uarch", "")), flags,
+                   have & isa.JUDGED[arch])
     if catalog is None:
         try:
             from kiln.targets.toolchain import llvm_cpu_catalog
@@ -292,12 +277,44 @@ def detect_cpu(
             catalog = llvm_cpu_catalog(_triple(arch))
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
             log.info("no compiler to validate the CPU target against (%s); using cpu:%s", exc, arch)
-            return CpuInfo(arch=arch, name="", model_name=fields.get("model name", ""))
+            return host
     if arch == "x86_64":
-        return _detect_x86(fields, catalog)
-    if arch == "aarch64":
-        return _detect_arm(fields, catalog)
-    return CpuInfo(arch=arch, name="")
+        return _detect_x86(host, fields, have & set(catalog.features), catalog)
+    name = _named(arch, fields)
+    if name not in catalog.cpus:
+        name = str(cpu_kind.ARCHS[arch]["cpu"])
+    return _with_deltas(replace(host, name=name), have, catalog)
+
+
+_FEATURE_LINE = {"x86_64": "flags", "aarch64": "features", "riscv64": "isa"}
+
+
+def _named(arch: str, fields: dict[str, str]) -> str:
+    """The LLVM name of a non-x86 CPU: aarch64 implementer/part, riscv64 ``uarch``; ``""``
+    when unknown."""
+    if arch == "riscv64":
+        return _RISCV_UARCH.get(fields.get("uarch", "").strip().lower(), "")
+    try:
+        key = (int(fields.get("cpu implementer", "0"), 0), int(fields.get("cpu part", "0"), 0))
+    except ValueError:
+        return ""
+    return _ARM_PARTS.get(key, "")
+
+
+def _with_deltas(host: CpuInfo, have: frozenset[str], catalog: Any) -> CpuInfo:
+    """``host`` with ``+f``/``-f`` for the judged ISA features (``isa.JUDGED``) its name's LLVM
+    list and the kernel disagree on; no deltas when that list cannot be read, or when they would
+    make the target too long (the name alone then: LLVM's own list for it)."""
+    arch = host.arch
+    base = tuple(str(f)[1:] for f in _cpu_kind().ARCHS[arch]["features"])
+    listed = implied_features(_triple(arch), host.name)
+    if not listed and host.name != str(_cpu_kind().ARCHS[arch]["cpu"]):
+        return host  # the features the name implies are unknown: no deltas can be made safe
+    implied = isa.closure(arch, listed | set(base))
+    judged = set(isa.JUDGED[arch]) - set(base)
+    feats = _deltas(set(have) & judged, judged, implied, catalog)
+    out = replace(host, features=feats)
+    return out if len(out.target) <= _MAX_TARGET else host
 
 
 def _deltas(
@@ -310,43 +327,26 @@ def _deltas(
     return tuple(sorted([f"+{f}" for f in plus] + [f"-{f}" for f in minus], key=lambda s: s[1:]))
 
 
-def _detect_x86(fields: dict[str, str], catalog: Any) -> CpuInfo:
-    flags = frozenset(fields.get("flags", "").split())
-    valid = set(catalog.features)
-    have = {_X86_FLAG_TO_LLVM.get(f, f) for f in flags} & valid
-    vendor = fields.get("vendor_id", "")
+def _detect_x86(
+    host: CpuInfo, fields: dict[str, str], have: frozenset[str], catalog: Any
+) -> CpuInfo:
     try:
-        name = _x86_name(vendor, int(fields.get("cpu family", "0")), int(fields.get("model", "0")))
+        name = _x86_name(host.vendor, int(fields.get("cpu family", "0")),
+                         int(fields.get("model", "0")), have)
     except ValueError:
         name = None
-    level = _x86_level(have)
+    level = _x86_level(set(have))
     tries = [n for n in (name, level, "x86-64", "generic") if n and n in catalog.cpus]
     for cand in tries:
         implied = implied_features(_triple("x86_64"), cand)
         if not implied and cand not in ("x86-64", "generic"):
             continue  # the features a name implies are unknown: cannot make it safe
-        feats = _deltas(have & _X86_CODEGEN, set(_X86_CODEGEN), implied, catalog)
-        info = CpuInfo("x86_64", cand, feats, vendor, fields.get("model name", ""), flags)
+        feats = _deltas(set(have & _X86_CODEGEN), set(_X86_CODEGEN), implied, catalog)
+        info = replace(host, name=cand, features=feats)
         if len(info.target) <= _MAX_TARGET:
             return info
         # Too long: the level name alone is always safe (this CPU has all of its features).
-    return CpuInfo("x86_64", level if level in catalog.cpus else "generic", (), vendor,
-                   fields.get("model name", ""), flags)
-
-
-def _detect_arm(fields: dict[str, str], catalog: Any) -> CpuInfo:
-    flags = frozenset(fields.get("features", "").split())
-    have = {_ARM_FLAG_TO_LLVM[f] for f in flags if f in _ARM_FLAG_TO_LLVM}
-    try:
-        key = (int(fields.get("cpu implementer", "0"), 0), int(fields.get("cpu part", "0"), 0))
-    except ValueError:
-        key = (0, 0)
-    name = _ARM_PARTS.get(key, "generic")
-    if name not in catalog.cpus:
-        name = "generic"
-    implied = implied_features(_triple("aarch64"), name)
-    feats = _deltas(have, set(_ARM_FLAG_TO_LLVM.values()), implied, catalog) if implied else ()
-    return CpuInfo("aarch64", name, feats, fields.get("cpu implementer", ""), "", flags)
+    return replace(host, name=level if level in catalog.cpus else "generic")
 
 
 # -- accelerators ---------------------------------------------------------------------------------
