@@ -168,6 +168,11 @@ class IdleTuner:
 
     # -- the event loop's side ---------------------------------------------------------------
 
+    def pending(self) -> int:
+        """How many remembered targets are still to be tuned or judged unfit."""
+        with self._lock:
+            return len(self._candidates)
+
     def touch(self) -> None:
         """A compile request arrived or ended: the idle period starts again."""
         self._last = time.monotonic()

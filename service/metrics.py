@@ -25,6 +25,8 @@ several apps in one process — tests — do not collide).
                                             kiln/compiler/frontend.py
     kiln_idle_tunings_total{result}         the idle tuner's attempts (service/idle_tuning.py):
                                             tuned | skipped | failed | preempted
+    kiln_idle_tuning_candidates             the targets it still means to tune or judge (0 with
+                                            idle tuning off: nothing is remembered)
 
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
@@ -120,6 +122,10 @@ class Metrics:
         )
         for result in IDLE_RESULTS:
             self.idle_tunings.labels(result)
+        self.idle_candidates = Gauge(
+            "kiln_idle_tuning_candidates", "Compiled CPU targets the idle tuner still means to "
+            "tune or judge", registry=r,
+        )
         self.queue_depth = Gauge(
             "kiln_compile_queue_depth", "Compile jobs waiting for a worker", registry=r
         )

@@ -114,6 +114,7 @@ class Service:
         #: Tunes recently compiled CPU targets when the server is idle (off by default).
         self.idle_tuning = IdleTuner(s, pipeline=self.pipeline, tuning=self.tuning,
                                      tmp_root=tmp_root, hook=metrics.on_idle_tuning)
+        metrics.idle_candidates.set_function(self.idle_tuning.pending)
         self.pipeline.on_result = self._on_result
         metrics.track(
             queue_depth=lambda: compile_pool.queue_depth,

@@ -75,6 +75,7 @@ def test_the_idle_server_tunes_what_it_can_execute_and_serves_the_choice(
     with kiln_server(tmp_path_factory, workers=1, idle_tuning=1, idle_tuning_after=1,
                      access_log="false") as srv:
         graph_hex = compile_cnn(srv, [HASWELL, ARM], runtime)
+        assert srv.metric("kiln_idle_tuning_candidates") >= 1  # remembered before the answer
         # A compile request while it tunes: the tuning is given up, and taken up again later.
         assert wait_for(lambda: "idle tuning: tuning" in srv.log_tail(100_000), timeout=30,
                         every=0.05), srv.log_tail()
@@ -103,7 +104,9 @@ def test_the_idle_server_tunes_what_it_can_execute_and_serves_the_choice(
         assert (got.source, got.preset, got.compiles, timing.calls) == (
             "fleet", doc["choice"]["preset"], 0, 0)
 
-        time.sleep(2)  # idle again: nothing more to tune, the aarch64 target never
+        # Nothing is left to tune (the aarch64 target was judged once and dropped): no more
+        # tunings can come.
+        assert srv.metric("kiln_idle_tuning_candidates") == 0
         assert evidence(srv, graph_hex, ARM, runtime)["records"] == []
         assert srv.metric("kiln_idle_tunings_total", result="tuned") == 1
         assert srv.metric("kiln_idle_tunings_total", result="failed") == 0
@@ -115,7 +118,9 @@ def test_with_the_setting_off_nothing_is_tuned(tmp_path_factory: pytest.TempPath
     with kiln_server(tmp_path_factory, workers=1, idle_tuning_after=1,
                      access_log="false") as srv:
         graph_hex = compile_cnn(srv, [HASWELL], runtime)
-        time.sleep(4)
+        # Nothing was remembered (an enabled tuner remembers before answering): nothing can be
+        # tuned later.
+        assert srv.metric("kiln_idle_tuning_candidates") == 0
         assert evidence(srv, graph_hex, HASWELL, runtime)["records"] == []
         assert srv.metric("kiln_idle_tunings_total") == 0
 
