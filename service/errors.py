@@ -74,6 +74,7 @@ _DESCRIPTIONS: dict[int, str] = {
     416: "invalid_request: the Range starts past the end of the executable",
     422: "compile_failed or compile_timeout (every target failed; each target's error in "
     "detail.errors)",
+    429: "overloaded (with Retry-After): this client's share is full",
     500: "internal",
     503: "overloaded (with Retry-After): a queue, a budget or this client's connections are "
     "full",

@@ -18,9 +18,10 @@ without tuning (kiln/client/tuning.py). Off by default (``KILN_IDLE_TUNING``).
                                      iree.runtime on ``local-task``), at the lowest priority
                                      (nice 19), under the workers' address-space cap, killed
                                      when a compile request arrives or at idle_tuning_timeout
-                                  ─► ``TuningService.submit(..., trusted=True)``: the same checks
-                                     as a client's record, signed by the server, submitter
-                                     ``kiln-server``
+                                  ─► ``TuningService.submit(..., trusted=True)``: a client's
+                                     record's checks but the outlier one, signed by the
+                                     server, submitter ``kiln-server``; a trusted record,
+                                     its choice is served without a quorum
 
 Yielding to real work: it starts only when no ``/v1/compile`` or ``/v1/jobs`` request is being
 answered, none has arrived for ``idle_tuning_after`` seconds and the worker pools are idle; it

@@ -56,8 +56,10 @@ _RAW_DOC = (
 
 
 def _json(body: Any, status: int = 200) -> Response:
+    """Strict JSON: a NaN or an infinity is a bug (ValueError, 500), never sent as a bare
+    ``NaN``/``Infinity`` token that standard parsers refuse."""
     return Response(
-        json.dumps(body, separators=(",", ":")).encode(),
+        json.dumps(body, separators=(",", ":"), allow_nan=False).encode(),
         status_code=status,
         media_type="application/json",
     )
@@ -293,11 +295,14 @@ _JOB_ID_SCHEMA = {"type": "string", "pattern": "^[0-9a-f]{32}$",
     responses={202: {"description": "accepted; poll the Location (GET /v1/jobs/{id})",
                      "headers": {"Location": {"schema": {"type": "string"}, "required": True,
                                               "description": "/v1/jobs/<id>"}}},
-               **error_responses(400, 401, 408, 409, 413, 500, 503)},
+               **error_responses(400, 401, 408, 409, 413, 429, 500, 503,
+                                 s429="overloaded: this client (token) already has "
+                                 "KILN_MAX_JOBS_PER_CLIENT jobs queued or running; Retry-After")},
     summary="Compile asynchronously: the /v1/compile request, answered at once with a job",
     description=_RAW_DOC + " The graph is read and checked before the answer (400 as for "
-    "/v1/compile); the compiles run afterwards. An identical job in flight (same graph bytes, "
-    "format, targets and options) answers with that job.",
+    "/v1/compile); the compiles run afterwards. An identical job of the same client in flight "
+    "(same graph bytes, format, targets and options) answers with that job. The job belongs to "
+    "the client's token: other tokens get 404 for it.",
     operation_id="submit_job",
     openapi_extra=_COMPILE_BODY,
 )
@@ -313,7 +318,8 @@ async def submit_job(
     tenant = TENANT.set(_tenant(request))  # inherited by the job's driver
     try:
         doc = await svc.jobs.submit(data, targets=targets, options=options, format=fmt,
-                                    log_fields=log_fields(request.scope))
+                                    log_fields=log_fields(request.scope),
+                                    owner=_tenant(request))
     finally:
         TENANT.reset(tenant)
     resp = _json(_job_out(doc, supported), status=202)
@@ -338,12 +344,45 @@ async def get_job(
                                  "seconds for a change")] = 0.0,
 ) -> Response:
     svc = _service(request)
-    doc = await svc.jobs.get(job_id, wait=wait)
+    doc = await svc.jobs.get(job_id, wait=wait, viewer=_job_viewer(request))
     return _json(_job_out(doc, _runtime_check(None, svc.pipeline.compiler.version)))
+
+
+@router.delete(
+    "/v1/jobs/{job_id}",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"description": "cancelled (queued or running) or forgotten (finished)"},
+               **error_responses(401, 404, 500, 503, s404="not_found: no such job, or another "
+                                 "client's")},
+    summary="Cancel a job of this client",
+    description="A queued or running job is cancelled: its targets still waiting for a "
+    "compile slot are not compiled, and the job is gone (GET answers 404). A compile already "
+    "running in a worker finishes into the cache. Another token's job is 404, as an unknown "
+    "one (KILN_JOBS_ADMIN_TOKENS may cancel any).",
+    operation_id="cancel_job",
+)
+async def cancel_job(
+    request: Request,
+    job_id: Annotated[str, Path(), WithJsonSchema(_JOB_ID_SCHEMA)],
+) -> Response:
+    await _service(request).jobs.cancel(job_id, viewer=_job_viewer(request))
+    return Response(status_code=204)
+
+
+def _job_viewer(request: Request) -> str | None:
+    """Whose jobs a request may see: its token's (hashed like ``_tenant``); None (all) for an
+    admin token, or on a server without tokens."""
+    svc = _service(request)
+    if not svc.auth.enabled:
+        return None
+    tenant = _tenant(request)
+    return None if tenant in svc.jobs_admins else tenant
 
 
 def _job_out(doc: dict[str, Any], supported: list[str]) -> dict[str, Any]:
     out = dict(doc)
+    out.pop("owner", None)  # the token's hash: kept for the server, not sent
     if out.get("result") is not None:
         out["result"] = _finish(json.loads(json.dumps(out["result"])), supported)
     return out
@@ -605,11 +644,14 @@ def _submitter(request: Request) -> str:
     response_model=TuningAccepted,
     responses=error_responses(
         400, 401, 403, 409, 413, 422, 500, 503,
+        s400="invalid_request: the body does not validate, e.g. a time that is not finite or "
+        "outside 0.0001 to 3600000 ms",
         s409="tuning_outlier: the record's speedup is more than 2x away from the median of "
-        "the records kept for the same graph, target, runtime and device class",
+        "the other submitters (or of the trusted ones) for the same graph, target, runtime "
+        "and device class",
         s422="tuning_rejected: the chosen preset is not the fastest of the record's times, a "
-        "preset is not allow-listed or default is missing, fewer than 3 samples, or a time "
-        "that is not positive and finite (detail.reason says which)",
+        "preset is not allow-listed or default is missing, fewer than 3 samples, or a preset "
+        "more than 10x faster or slower than default (detail.reason says which)",
         s503="cache_unavailable (the shared store, Redis, cannot be reached) or overloaded",
     ),
     summary="Keep one autotune result (a tuning record) for every client of this graph",
@@ -645,8 +687,10 @@ async def post_tuning_record(request: Request) -> Response:
     responses=error_responses(400, 401, 404, 500, 503),
     summary="The tuning evidence of a graph for a target and runtime: accepted records, "
     "median speedups, the current choice",
-    description="The choice is the preset with the best median speedup (default's time / its "
-    "own) over the accepted records; default wins ties; null without records. `provenance` "
+    description="Each submitter is one vote (the median of its records). The choice is the "
+    "preset with the best median speedup (default's time / its own) that at least `quorum` "
+    "submitters (KILN_TUNING_QUORUM, default 2), or one trusted submitter, found faster than "
+    "default; else default once `quorum` submitters reported; else null. `provenance` "
     "signs the whole answer (verify it with GET /v1/keys' key, as for artifacts).",
     operation_id="get_tuning",
     openapi_extra={"parameters": [_TUNING_RUNTIME_HEADER]},

@@ -29,7 +29,7 @@ from .jobs import Jobs, job_store
 from .limits import UploadBudget
 from .metrics import Metrics
 from .settings import Settings
-from .tuning import DiskTuningStore, RedisTuningStore, TuningService
+from .tuning import DiskTuningStore, RedisTuningStore, TuningService, token_submitter
 
 __all__ = ["Service"]
 
@@ -95,8 +95,16 @@ class Service:
             memo_entries=s.hit_memo_entries,
             max_prepared_bytes=s.max_prepared_bytes_in_flight,
         )
-        self.jobs = Jobs(store=job_store(s.redis_url, ttl=s.job_ttl), compiles=self.compiles,
-                         retry_after=s.retry_after, **_graph_stash(s, self.queue))
+        self.jobs = Jobs(
+            store=job_store(s.redis_url, ttl=s.job_ttl, orphan_after=s.job_orphan_after,
+                            max_connections=s.redis_max_connections,
+                            pool_timeout=s.redis_pool_timeout),
+            compiles=self.compiles, retry_after=s.retry_after,
+            max_per_client=s.max_jobs_per_client, orphan_after=s.job_orphan_after,
+            **_graph_stash(s, self.queue))
+        #: Who may read and cancel every client's jobs (hashed like ``routes._tenant``).
+        self.jobs_admins = frozenset(
+            token_submitter(t) for t in s.jobs_admin_tokens.split(",") if t.strip())
         self.artifacts = ArtifactServer(
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item
         )
@@ -109,7 +117,10 @@ class Service:
             RedisTuningStore(self.cache.redis) if self.cache.redis is not None
             else DiskTuningStore(self.cache_dir),
             self.authority, auth_enabled=auth.enabled, accept_any=s.tuning_accept == "any",
-            max_reports=s.tuning_max_reports, hook=metrics.on_tuning,
+            max_reports=s.tuning_max_reports, quorum=s.tuning_quorum,
+            trusted_submitters=frozenset(
+                token_submitter(t) for t in s.tuning_trusted_tokens.split(",") if t.strip()),
+            hook=metrics.on_tuning,
         )
         #: Tunes recently compiled CPU targets when the server is idle (off by default).
         self.idle_tuning = IdleTuner(s, pipeline=self.pipeline, tuning=self.tuning,
@@ -193,7 +204,8 @@ def _graph_stash(s: Settings, queue: Any) -> dict[str, Any]:
     if queue is None:
         from kiln.cluster.queue import GraphStash, redis_client
 
-        stash = GraphStash(redis_client(s.redis_url), ttl=s.job_ttl)
+        stash = GraphStash(redis_client(s.redis_url, max_connections=s.redis_max_connections,
+                                        pool_timeout=s.redis_pool_timeout), ttl=s.job_ttl)
     else:
         stash = queue.stash
     return {"stash": stash.put, "unstash": stash.get}

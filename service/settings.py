@@ -96,6 +96,19 @@ class Settings(BaseSettings):
     queue_wait_timeout: float = Field(3600.0, gt=0)
     #: Seconds a job (``POST /v1/jobs``) is kept after its last change, with its graph.
     job_ttl: float = Field(86400.0, ge=60)
+    #: Jobs one client (bearer token, else address) may have queued or running; past it: 429
+    #: ``overloaded`` with ``Retry-After``.
+    max_jobs_per_client: int = Field(32, ge=1)
+    #: Seconds after which a job whose driving replica is gone and that has not changed since
+    #: expires when asked about (404), instead of compiling for a client long gone.
+    job_orphan_after: float = Field(900.0, ge=1)
+    #: Tokens that may read and cancel every client's jobs (comma separated); the others see
+    #: their own only (404 for the rest).
+    jobs_admin_tokens: str = ""
+    #: Connections the job store keeps to Redis at most; a request that finds them all busy
+    #: waits up to ``redis_pool_timeout`` s for one (then 503 ``cache_unavailable``).
+    redis_max_connections: int = Field(64, ge=2)
+    redis_pool_timeout: float = Field(10.0, gt=0)
     #: Who may post tuning records (``POST /v1/tuning``): ``authenticated`` (a bearer token; a
     #: server without tokens then refuses every record, 403 ``tuning_forbidden``, because an
     #: anonymous record would steer every client's executable choice) or ``any``.
@@ -103,6 +116,12 @@ class Settings(BaseSettings):
     #: Tuning records kept per (graph, target, runtime), the oldest dropped first; one submitter
     #: (token) keeps at most a quarter of them.
     tuning_max_reports: int = Field(32, ge=4, le=1024)
+    #: Independent submitters (tokens) that must agree before a tuning choice is served; one
+    #: trusted submitter is enough on its own (service/tuning.py, "Who decides the choice").
+    tuning_quorum: int = Field(2, ge=1, le=64)
+    #: Tokens whose tuning records count alone (comma separated, like ``tokens``): a fleet's own
+    #: benchmark runner, say. The server's own records (idle tuning) always do.
+    tuning_trusted_tokens: str = ""
     #: Largest ``POST /v1/tuning`` body, bytes.
     tuning_max_body_bytes: int = Field(64 << 10, ge=1024, le=1 << 20)
     #: Idle tuning (service/idle_tuning.py): when no compile has come for ``idle_tuning_after``

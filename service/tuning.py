@@ -13,16 +13,37 @@ unless ``KILN_TUNING_ACCEPT=any``, because one anonymous record would steer ever
 The server's own records (its idle tuning, service/idle_tuning.py) skip that admission
 (``submit(..., trusted=True)``) and meet every other rule below.
 
-What is refused (``TuningRejected``, 422, ``detail.reason``): a chosen preset that is not the
+What is refused. ``TuningRejected`` (422, ``detail.reason``): a chosen preset that is not the
 fastest of its own times (``not_fastest``), a preset that is not allow-listed or a record without
 the ``default`` preset's time (``preset``), fewer than ``MIN_SAMPLES`` samples (``samples``), a
-time that is not positive and finite (``times``). ``TuningOutlier`` (409): once ``MIN_PEERS``
-records of the same device class are kept, a record whose speedup (default's time / the chosen
-preset's) is more than ``OUTLIER_FACTOR`` away from their median (either way).
+time outside [``MIN_MS``, ``MAX_MS``] or not finite (``times``), a preset more than
+``MAX_SPEEDUP`` times faster or slower than ``default`` (``implausible``). The HTTP route checks
+the time bounds first, in the request model (400 ``invalid_request``). ``TuningOutlier`` (409):
+a record whose speedup (default's time / the chosen preset's) is more than ``OUTLIER_FACTOR``
+away, either way, from the median of the trusted submitters of its device class when there are
+any; else from most (a strict majority) of the other submitters of its device class, once there
+are ``MIN_PEERS`` of them. Each submitter is one vote, the median of its own records, and the
+poster's own records are never its peers: one token cannot vouch for itself, outvote the others
+by volume, or make honest records outliers with forged ones. Trusted records (below) are not
+judged as outliers.
 
-The choice: per preset, the median over the records of default's time / the preset's; the
-highest median wins, more records break a tie, and ``default`` (1.0 by definition) wins every
-tie with it. No records: no choice.
+Device class: the device kind (cpu, gpu) and the normalized target, which names the CPU's
+architecture and model or the GPU's vendor and architecture. The free-text device name is kept
+as information only: renaming a device changes nothing.
+
+Who decides the choice. Each submitter is one vote per preset: the median of its own records'
+ratios (default's time / the preset's). A preset's ``median_speedup`` is the median of those
+votes. A preset other than ``default`` can be the choice only when its median is above 1 and
+either at least ``quorum`` submitters found it faster than ``default`` or a trusted submitter
+did; among those, the highest median wins (more agreeing submitters, then the allow-list's
+order break ties). When none qualifies, the choice is ``default`` once ``quorum`` submitters
+(or a trusted one) reported, else there is no choice (null): one client's word alone steers no
+one, and the next client tunes for itself and adds its own record. Trusted submitters are the
+server's own records (``submit(..., trusted=True)``, its idle tuning) and the tokens the operator
+names (``KILN_TUNING_TRUSTED_TOKENS``); a record says so in its signed ``trusted`` field.
+
+Every number served is finite: the bounds above hold for every record kept, and a stored record
+that breaks them is dropped on read like a forged one.
 
 Storage (cluster-wide when Redis is configured): each record is its own DSSE envelope over an
 in-toto statement (predicate ``TUNING_PREDICATE_TYPE``, ``kind: "report"``) signed by the
@@ -61,20 +82,33 @@ from kiln.targets import parse_target
 from kiln.targets.presets import PRESETS
 
 __all__ = [
+    "MAX_MS",
+    "MAX_SPEEDUP",
+    "MIN_MS",
     "MIN_PEERS",
     "MIN_SAMPLES",
     "OUTLIER_FACTOR",
+    "QUORUM",
     "DiskTuningStore",
     "RedisTuningStore",
     "TuningService",
+    "token_submitter",
     "tuning_key",
 ]
 
 log = logging.getLogger("kiln.service.tuning")
 
 MIN_SAMPLES = 3
+#: Other submitters a record is judged against (when no trusted one reported).
 MIN_PEERS = 2
 OUTLIER_FACTOR = 2.0
+#: Bounds of a median time, milliseconds: 100 ns to an hour.
+MIN_MS = 1e-4
+MAX_MS = 3.6e6
+#: The most one preset may be faster (or slower) than ``default`` in one record.
+MAX_SPEEDUP = 10.0
+#: Default number of independent submitters whose agreement makes a choice.
+QUORUM = 2
 KEY_VERSION = 1
 
 
@@ -84,6 +118,12 @@ def tuning_key(graph_hex: str, target: str, runtime: str) -> str:
     return hashlib.sha256(
         json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
+
+
+def token_submitter(token: str) -> str:
+    """The submitter a bearer token posts as: ``token:`` and the first 16 hex digits of its
+    sha256, as the routes name a client (never the token in clear)."""
+    return "token:" + hashlib.sha256(token.strip().encode()).hexdigest()[:16]
 
 
 class TuningStore(Protocol):
@@ -182,6 +222,8 @@ class TuningService:
         auth_enabled: bool,
         accept_any: bool = False,
         max_reports: int = 32,
+        quorum: int = QUORUM,
+        trusted_submitters: frozenset[str] = frozenset(),
         hook: Callable[[str], None] | None = None,
         normalize: Callable[[str], str] | None = None,
     ) -> None:
@@ -190,6 +232,8 @@ class TuningService:
         self.auth_enabled = auth_enabled
         self.accept_any = accept_any
         self.max_reports = max_reports
+        self.quorum = quorum
+        self.trusted_submitters = trusted_submitters
         self.hook = hook
         self._normalize = normalize or (lambda t: parse_target(t).target)
 
@@ -200,7 +244,8 @@ class TuningService:
         """Check, sign and keep one record; the accepted record and the evidence after it.
         Raises ``TuningForbidden``, ``TuningRejected``, ``TuningOutlier``, ``UnsupportedTarget``
         (all counted as ``rejected``). ``trusted``: the server's own record (its idle tuning,
-        service/idle_tuning.py): no ``admit``, every other check."""
+        service/idle_tuning.py): no ``admit``, no outlier check, every other check; a
+        submitter among ``trusted_submitters`` is trusted too."""
         try:
             accepted = self._submit(record, runtime=runtime, submitter=submitter,
                                     trusted=trusted)
@@ -232,21 +277,13 @@ class TuningService:
         preset = str(record["preset"])
         speedup = _sanity(preset, times)
         device = {k: str(v) for k, v in dict(record["device"]).items()}
-        device_class = f"{device.get('kind', '')}:{' '.join(device.get('name', '').lower().split())}"
+        device_class = f"{device.get('kind', '')}:{target}"
+        trusted = trusted or submitter in self.trusted_submitters
         key = tuning_key(graph_hex, target, runtime)
         kept = self._verified(key)
-        peers = [r["speedup"] for r in kept.values() if r["device_class"] == device_class]
-        if len(peers) >= MIN_PEERS:
-            med = statistics.median(peers)
-            off = max(speedup / med, med / speedup)
-            if off > OUTLIER_FACTOR:
-                raise TuningOutlier(
-                    f"this record's speedup ({speedup:.3g}x for {preset}) is {off:.3g}x away "
-                    f"from the median of {len(peers)} records of the same device class "
-                    f"({med:.3g}x); more than {OUTLIER_FACTOR:g}x is refused",
-                    detail={"reason": "outlier", "speedup": speedup, "median": med,
-                            "peers": len(peers), "device_class": device_class},
-                )
+        if not trusted:
+            self._judge(kept, device_class=device_class, submitter=submitter, speedup=speedup,
+                        preset=preset)
         now = time.time()
         body = json.dumps([graph_hex, target, runtime, preset, times, device, submitter],
                           sort_keys=True).encode()
@@ -255,7 +292,7 @@ class TuningService:
             "id": rid, "graph_digest": f"sha256:{graph_hex}", "target": target,
             "runtime": runtime, "preset": preset, "times": times, "device": device,
             "device_class": device_class, "speedup": speedup, "received": now,
-            "submitter": submitter,
+            "submitter": submitter, "trusted": trusted,
         }
         envelope = self._sign(graph_hex, {"kind": "report", "key": key, **out})
         self.store.add(key, rid, envelope)
@@ -263,6 +300,35 @@ class TuningService:
         self._bound(key, kept, submitter)
         return {"id": rid, "speedup": speedup, "evidence": self._evidence(graph_hex, target,
                                                                           runtime, kept)}
+
+    def _judge(self, kept: Mapping[str, dict[str, Any]], *, device_class: str, submitter: str,
+                speedup: float, preset: str) -> None:
+        """``TuningOutlier`` when ``speedup`` strays from its device class (module docstring):
+        more than ``OUTLIER_FACTOR`` from the trusted submitters' median when there are any,
+        else from most (a strict majority) of at least ``MIN_PEERS`` other submitters' votes."""
+        same = [r for r in kept.values()
+                if r["device_class"] == device_class and r["submitter"] != submitter]
+        trusted = [r for r in same if r.get("trusted")]
+        votes = _votes(trusted or same, lambda r: float(r["speedup"]))
+        if not votes or (not trusted and len(votes) < MIN_PEERS):
+            return
+
+        def off(v: float) -> float:
+            return max(speedup / v, v / speedup)
+
+        med = statistics.median(votes.values())
+        apart = sum(1 for v in votes.values() if off(v) > OUTLIER_FACTOR)
+        refused = off(med) > OUTLIER_FACTOR if trusted else 2 * apart > len(votes)
+        if refused:
+            whose = "trusted submitters" if trusted else "other submitters"
+            raise TuningOutlier(
+                f"this record's speedup ({speedup:.3g}x for {preset}) is more than "
+                f"{OUTLIER_FACTOR:g}x away from {'the median' if trusted else 'most'} of "
+                f"{len(votes)} {whose} on the same device class (median {med:.3g}x)",
+                detail={"reason": "outlier", "speedup": speedup, "median": med,
+                        "peers": len(votes), "apart": apart, "trusted": bool(trusted),
+                        "device_class": device_class},
+            )
 
     def _bound(self, key: str, kept: dict[str, dict[str, Any]], submitter: str) -> None:
         """Drop the oldest records past ``max_reports``, and the submitter's own oldest past a
@@ -297,28 +363,39 @@ class TuningService:
     def _evidence(self, graph_hex: str, target: str, runtime: str,
                   kept: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
         records = [kept[r] for r in sorted(kept)]
-        ratios: dict[str, list[float]] = {}
-        for rec in records:
-            base = rec["times"]["default"]["median_ms"]
-            for p, t in rec["times"].items():
-                ratios.setdefault(p, []).append(base / t["median_ms"])
-        medians = {p: round(statistics.median(v), 4) for p, v in ratios.items()}
-        order = sorted(ratios, key=PRESETS.index)
-        presets = [{"preset": p, "median_speedup": medians[p], "reports": len(ratios[p])}
-                   for p in order]
+        # preset -> submitter -> that submitter's median ratio (default's time / the preset's)
+        votes: dict[str, dict[str, float]] = {}
+        for p in PRESETS:
+            timed = [r for r in records if p in r["times"]]
+            if timed:
+                votes[p] = _votes(timed, lambda r, p=p: r["times"]["default"]["median_ms"]
+                                  / r["times"][p]["median_ms"])
+        trusted = {r["submitter"] for r in records if r.get("trusted")}
+        medians = {p: round(statistics.median(v.values()), 4) for p, v in votes.items()}
+        agree = {p: sum(1 for x in v.values() if x > 1.0) for p, v in votes.items()}
+        reports = {p: sum(1 for r in records if p in r["times"]) for p in votes}
+        presets = [{"preset": p, "median_speedup": medians[p], "reports": reports[p],
+                    "reporters": len(votes[p])} for p in votes]
+
+        def qualifies(p: str) -> bool:
+            return p != "default" and medians[p] > 1.0 and (
+                agree[p] >= self.quorum
+                or any(votes[p].get(t, 0.0) > 1.0 for t in trusted))
+
+        best = max(filter(qualifies, votes), default=None,
+                   key=lambda p: (medians[p], agree[p], -PRESETS.index(p)))
+        reporters = len({r["submitter"] for r in records})
+        if best is None and (reporters >= self.quorum or trusted):
+            best = "default"
         choice = None
-        if order:
-            # Highest median, then default, then more records, then the allow-list's order.
-            best = max(order, key=lambda p: (medians[p], p == "default", len(ratios[p]),
-                                             -PRESETS.index(p)))
-            if medians[best] <= 1.0:
-                best = "default"
+        if best is not None:
             choice = {"preset": best, "median_speedup": medians[best],
-                      "reports": len(ratios[best]),
+                      "reports": reports[best], "reporters": len(votes[best]),
                       "options": {} if best == "default" else {"preset": best}}
         doc: dict[str, Any] = {
             "graph_digest": f"sha256:{graph_hex}", "target": target, "runtime": runtime,
-            "choice": choice, "presets": presets, "records": records,
+            "choice": choice, "quorum": self.quorum, "presets": presets,
+            "records": records,
         }
         doc["provenance"] = (
             json.loads(self._sign(graph_hex, {"kind": "evidence", **doc}))
@@ -367,6 +444,15 @@ class TuningService:
             self.hook(event)
 
 
+def _votes(records: list[dict[str, Any]],
+           value: Callable[[dict[str, Any]], float]) -> dict[str, float]:
+    """Submitter -> the median of ``value`` over its records: one vote each."""
+    per: dict[str, list[float]] = {}
+    for r in records:
+        per.setdefault(r["submitter"], []).append(float(value(r)))
+    return {sub: statistics.median(v) for sub, v in per.items()}
+
+
 def _sanity(preset: str, times: Mapping[str, Mapping[str, Any]]) -> float:
     """The record's speedup (default's time / the chosen preset's), or ``TuningRejected``."""
     unknown = sorted({preset, *times} - set(PRESETS))
@@ -378,13 +464,22 @@ def _sanity(preset: str, times: Mapping[str, Mapping[str, Any]]) -> float:
         )
     for p, t in times.items():
         ms, n = t["median_ms"], t["samples"]
-        if not (isinstance(ms, int | float) and math.isfinite(ms) and ms > 0):
-            raise TuningRejected(f"the time of {p} must be positive and finite, not {ms!r}",
-                                 detail={"reason": "times", "preset": p})
+        if not (isinstance(ms, int | float) and math.isfinite(ms) and MIN_MS <= ms <= MAX_MS):
+            raise TuningRejected(
+                f"the time of {p} must be finite, from {MIN_MS:g} to {MAX_MS:g} ms, not {ms!r}",
+                detail={"reason": "times", "preset": p, "min_ms": MIN_MS, "max_ms": MAX_MS})
         if not isinstance(n, int) or n < MIN_SAMPLES:
             raise TuningRejected(
                 f"{p} was timed {n} times; at least {MIN_SAMPLES} samples per preset",
                 detail={"reason": "samples", "preset": p, "min_samples": MIN_SAMPLES})
+    base = float(times["default"]["median_ms"])
+    for p, t in times.items():
+        ratio = base / float(t["median_ms"])
+        if not 1 / MAX_SPEEDUP <= ratio <= MAX_SPEEDUP:
+            raise TuningRejected(
+                f"{p} is {ratio:.3g}x the speed of default in this record; a preset more than "
+                f"{MAX_SPEEDUP:g}x faster or slower than default is not plausible",
+                detail={"reason": "implausible", "preset": p, "max_speedup": MAX_SPEEDUP})
     fastest = min(t["median_ms"] for t in times.values())
     if times[preset]["median_ms"] > fastest:
         raise TuningRejected(
@@ -392,4 +487,4 @@ def _sanity(preset: str, times: Mapping[str, Mapping[str, Any]]) -> float:
             detail={"reason": "not_fastest", "preset": preset,
                     "fastest": min(times, key=lambda p: times[p]["median_ms"])},
         )
-    return float(times["default"]["median_ms"]) / float(times[preset]["median_ms"])
+    return base / float(times[preset]["median_ms"])

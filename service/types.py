@@ -20,6 +20,7 @@ from kiln.targets.options import OPTIONS
 from kiln.targets.presets import PRESETS
 
 from .errors import ErrorInfo
+from .tuning import MAX_MS, MIN_MS
 
 __all__ = [
     "TARGET_PATTERN",
@@ -233,7 +234,10 @@ _GRAPH_DIGEST = Field(pattern="^sha256:[0-9a-f]{64}$",
 class TuningTime(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    median_ms: float = Field(description="median call time, milliseconds (positive, finite)")
+    median_ms: float = Field(
+        ge=MIN_MS, le=MAX_MS, allow_inf_nan=False,
+        description=f"median call time, milliseconds (finite, {MIN_MS:g} to {MAX_MS:g}; "
+        "outside: 400 invalid_request)")
     samples: int = Field(description="timed calls behind the median (at least 3)")
 
 
@@ -251,11 +255,12 @@ class TuningDevice(BaseModel):
 
 
 class TuningRecordIn(BaseModel):
-    """``POST /v1/tuning``: one autotune result (kiln/client/autotune.py). Refused (422
-    tuning_rejected) unless the chosen preset is the fastest of ``times``, every preset is
-    allow-listed, ``default`` is timed, each time has 3 samples or more and is positive and
-    finite; refused (409 tuning_outlier) when its speedup is more than 2x away from the median
-    of the records kept for the same graph, target, runtime and device class."""
+    """``POST /v1/tuning``: one autotune result (kiln/client/autotune.py). Refused (400
+    invalid_request) when a time is not finite or outside its bounds; (422 tuning_rejected)
+    unless the chosen preset is the fastest of ``times``, every preset is allow-listed,
+    ``default`` is timed, each time has 3 samples or more and no preset is more than 10x faster
+    or slower than ``default``; (409 tuning_outlier) when its speedup is more than 2x away from
+    the median of the other submitters on the same device class (service/tuning.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -282,12 +287,15 @@ class TuningRecordOut(BaseModel):
     preset: str
     times: dict[str, TuningTime]
     device: dict[str, str]
-    device_class: str = Field(description="kind:name (lower case): outliers are judged "
-                              "against records of the same class")
+    device_class: str = Field(description="the device kind and the normalized target "
+                              "(kind:target): outliers are judged against records of the "
+                              "same class; the device's free-text name is not part of it")
     speedup: float = Field(description="default's median time / the chosen preset's")
     received: float = Field(description="seconds since the epoch")
-    submitter: str = Field(description="who posted it: the bearer token's hash (token:...) or "
-                           "the address's (addr:...)")
+    submitter: str = Field(description="who posted it: the bearer token's hash (token:...), "
+                           "the address's (addr:...) or the server itself (kiln-server)")
+    trusted: bool = Field(False, description="a trusted submitter's record (the server's own, "
+                          "or a token in KILN_TUNING_TRUSTED_TOKENS): it counts alone")
 
 
 class TuningPresetOut(BaseModel):
@@ -295,6 +303,8 @@ class TuningPresetOut(BaseModel):
     median_speedup: float = Field(description="median over the records of default's time / "
                                   "this preset's")
     reports: int = Field(description="records that timed this preset")
+    reporters: int = Field(description="distinct submitters that timed this preset (each "
+                           "submitter is one vote: the median of its records)")
 
 
 class TuningChoiceOut(TuningPresetOut):
@@ -303,13 +313,16 @@ class TuningChoiceOut(TuningPresetOut):
 
 
 class TuningEvidence(BaseModel):
-    """``GET /v1/tuning/{graph_hex}``: the accepted records, per preset the median speedup,
-    and the choice (the best median; default wins ties; null without records)."""
+    """``GET /v1/tuning/{graph_hex}``: the accepted records, per preset the median speedup over
+    the submitters, and the choice (service/tuning.py, "Who decides the choice")."""
 
     graph_digest: str
     target: str = Field(description="the normalized target")
     runtime: str
-    choice: TuningChoiceOut | None
+    choice: TuningChoiceOut | None = Field(
+        description="null without records, and until `quorum` submitters (or one trusted "
+        "submitter) reported: one client's word alone steers no one")
+    quorum: int = Field(description="independent submitters whose agreement makes a choice")
     presets: list[TuningPresetOut]
     records: list[TuningRecordOut]
     provenance: DsseEnvelope | None = Field(

@@ -5,6 +5,7 @@ keeps serving what it has, and compiles and serves the same graph once there is 
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,3 +81,55 @@ def test_a_full_cache_answers_507_and_recovers_when_space_returns(
         assert got.status_code == 200
         assert "sha256:" + hashlib.sha256(got.content).hexdigest() == art["digest"]
         assert _leftovers(tiny_cache) == []
+
+
+@pytest.fixture
+def roomy_cache(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "roomy"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_disk_that_fills_mid_compile_is_507_and_never_remembered(
+    tmp_path: Path, roomy_cache: Path
+) -> None:
+    """The compile's own temporary files live on the cache's file system too (the workers'
+    TMPDIR): with it nearly full the graph's import and compile fail with ENOSPC, which is the
+    server's condition, not the graph's: 507, and the same request compiles at once when space
+    returns (failure memory on, as by default)."""
+    import os
+
+    with kiln_server(tmp_path / "srv", cache_dir=roomy_cache, workers=1,
+                     failure_ttl=600) as srv:
+        c = srv.client()
+        small = c.post("/v1/compile", json={"graph": {"format": "mlir", "data": SMALL},
+                                            "targets": ["cpu"]})
+        assert small.status_code == 200, small.text
+        raw = {"content": _big_onnx(), "params": {"format": "onnx", "target": "cpu"},
+               "headers": {"content-type": "application/octet-stream"}}
+        st = os.statvfs(roomy_cache)
+        filler = roomy_cache / "filler"
+        with open(filler, "wb") as f:  # leave 256 KiB: less than the graph's canonical form
+            f.truncate(0)
+            left = st.f_bavail * st.f_frsize - (256 << 10)
+            chunk = b"\0" * (1 << 20)
+            while left > 0:
+                left -= f.write(chunk[: min(len(chunk), left)])
+        for _ in range(2):  # refused each time, never from memory
+            r = c.post("/v1/compile", **raw)
+            assert r.status_code == 507, r.text[:2000]
+            err = r.json()["error"]
+            assert err["code"] == "insufficient_storage", err
+            assert "remembered" not in json.dumps(err)
+        assert srv.healthy()
+        filler.unlink()  # space returns: the same request compiles at once
+        r = c.post("/v1/compile", **raw)
+        assert r.status_code == 200, r.text[:2000]
+        assert _leftovers(roomy_cache) == []

@@ -28,7 +28,7 @@ TOKEN = "openapi-token"
 ROUTES = {
     "/v1/compile": {"post"},
     "/v1/jobs": {"post"},
-    "/v1/jobs/{job_id}": {"get"},
+    "/v1/jobs/{job_id}": {"get", "delete"},
     "/v1/artifacts/{hex}": {"get", "head"},
     "/v1/artifacts/{hex}/provenance": {"get"},
     "/v1/params/{hex}": {"get", "head"},
@@ -99,7 +99,7 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     for path, ops in paths.items():
         for method, op in ops.items():
             assert op.get("summary"), (method, path)
-            assert {"200", "202", "303"} & set(op["responses"]), (method, path)
+            assert {"200", "202", "204", "303"} & set(op["responses"]), (method, path)
             for status, resp in op["responses"].items():
                 if path in PAGE and status in ("200", "303", "400", "403", "429"):
                     assert set(resp["content"]) == {"text/html"}, (method, path, status)

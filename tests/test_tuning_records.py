@@ -1,7 +1,9 @@
-"""Fleet-wide tuning records against a real ``kiln serve`` (tokens on): two clients on this CPU,
-the first tunes for real and posts its record, the second uses that choice without a compile or
-a timing run of its own; records that are anonymous, contradict themselves, stray from their
-peers or were forged are refused, by the server or by a client that pins the server's key."""
+"""Fleet-wide tuning records against a real ``kiln serve`` (tokens on): a client on this CPU
+tunes for real and posts its record; once a second submitter agrees (the quorum), the next
+client uses that choice without a compile or a timing run of its own; records that are
+anonymous, implausible, contradict themselves, stray from their peers or were forged are
+refused, by the server or by a client that pins the server's key; a stranger with tokens of its
+own cannot make its made-up numbers everyone's choice, and every answer is strict JSON."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from tests.conftest_redis import RedisServer
 from tests.graphs import onnx_mlp
 from tests.server import KilnServer, kiln_server
 
-TOKENS = "tuner-a,tuner-b"
+TOKENS = "tuner-a,tuner-b,tuner-c,tuner-d,mallory-1,mallory-2"
 PRESETS = ["default", "baseline"]
 RUNTIME = "3.13.0"
 SYNTHETIC = "ab" * 32  # a graph digest no client compiled: records alone
@@ -105,11 +107,18 @@ def post(srv: KilnServer, body: dict[str, Any], **kw: Any) -> httpx.Response:
     return srv.client(**kw).post("/v1/tuning", json=body, headers={"X-Kiln-Runtime": RUNTIME})
 
 
+def strict(text: str) -> Any:
+    """``json.loads`` that refuses NaN and infinities, as standard JSON parsers do."""
+    def refuse(token: str) -> Any:
+        raise ValueError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
 def evidence(srv: KilnServer, graph_hex: str, target: str, runtime: str) -> dict[str, Any]:
     r = srv.client().get(f"/v1/tuning/{graph_hex}", params={"target": target,
                                                             "runtime": runtime})
     assert r.status_code == 200, r.text
-    doc: dict[str, Any] = r.json()
+    doc: dict[str, Any] = strict(r.text)
     return doc
 
 
@@ -138,7 +147,12 @@ def test_the_second_client_uses_the_first_ones_choice_without_tuning(
     (rec,) = doc["records"]
     assert rec["preset"] == first.preset and rec["submitter"].startswith("token:")
     assert rec["times"]["default"] == {"median_ms": first.timings_ms["default"], "samples": 3}
-    assert doc["choice"]["preset"] == first.preset
+    # One submitter's word steers no one: no choice until a second one agrees.
+    assert doc["choice"] is None and doc["quorum"] == 2
+    agreeing = {k: rec[k] for k in ("graph_digest", "target", "preset", "times", "device")}
+    assert post(srv, agreeing, token="tuner-c").status_code == 200
+    doc = evidence(srv, graph_hex, art["target"], runtime)
+    assert doc["choice"]["preset"] == first.preset and doc["choice"]["reporters"] == 2
     # The evidence is signed by the server's key, about this graph, target and runtime.
     stmt = KeyRing.from_pems([pem]).open(doc["provenance"], predicate_type=TUNING_PREDICATE_TYPE)
     assert stmt["subject"][0]["digest"]["sha256"] == graph_hex
@@ -176,7 +190,7 @@ def test_the_second_client_uses_the_first_ones_choice_without_tuning(
     assert third.source == "measured" and third.compiles == 2 and timing.calls == 4
     assert "refusing the server's tuning choice" in caplog.text
     assert "signature does not verify" in caplog.text
-    assert len(evidence(srv, graph_hex, art["target"], runtime)["records"]) == 2
+    assert len(evidence(srv, graph_hex, art["target"], runtime)["records"]) == 3
 
     served = srv.metric("kiln_tuned_serves_total")
     assert served >= 3  # the evidence above, the second client's, the forged one's
@@ -209,7 +223,7 @@ def test_records_that_contradict_themselves_or_their_peers_are_refused(
     for body, reason in [
         (record("baseline", 2.0, 3.0), "not_fastest"),       # the choice is slower than default
         (record("baseline", 3.0, 2.0, samples=2), "samples"),
-        (record("baseline", 3.0, -2.0), "times"),
+        (record("baseline", 30.0, 2.0), "implausible"),      # 15x faster than default
         (record("warp-speed", 3.0, 2.0), "preset"),
         ({**record("default", 2.0, 0), "times": {"baseline": {"median_ms": 1.0,
                                                               "samples": 5}}}, "preset"),
@@ -218,29 +232,85 @@ def test_records_that_contradict_themselves_or_their_peers_are_refused(
         assert r.status_code == 422, r.text
         assert r.json()["error"]["code"] == "tuning_rejected"
         assert r.json()["error"]["detail"]["reason"] == reason
-    # Three records of one device class agree on about 1.5x: kept.
-    for default_ms in (3.0, 3.1, 2.9):
-        r = post(srv, record("baseline", default_ms, 2.0))
+    # Three submitters on one device class agree on about 1.5x: kept.
+    for token, default_ms in (("tuner-a", 3.0), ("tuner-b", 2.9), ("tuner-c", 3.1)):
+        r = post(srv, record("baseline", default_ms, 2.0), token=token)
         assert r.status_code == 200, r.text
-    # A fourth claims 5x: more than 2x from their median, refused; on another CPU it is kept.
-    r = post(srv, record("baseline", 10.0, 2.0))
-    assert r.status_code == 409 and r.json()["error"]["code"] == "tuning_outlier"
-    assert r.json()["error"]["detail"]["peers"] == 3
-    assert post(srv, record("baseline", 10.0, 2.0, name="Other CPU")).status_code == 200
-    assert srv.metric("kiln_tuning_records_total", result="rejected") == before + 6
+    # A fourth claims 5x: more than 2x from all three, refused; renaming its CPU changes
+    # nothing (the device class is the target, not the free-text name).
+    for name in ("Test CPU 9000", "Other CPU"):
+        r = post(srv, record("baseline", 10.0, 2.0, name=name), token="tuner-d")
+        assert r.status_code == 409 and r.json()["error"]["code"] == "tuning_outlier"
+        assert r.json()["error"]["detail"]["peers"] == 3
+        assert r.json()["error"]["detail"]["device_class"] == "cpu:cpu:x86_64:generic"
+    assert srv.metric("kiln_tuning_records_total", result="rejected") == before + 7
 
     doc = evidence(srv, SYNTHETIC, "cpu", RUNTIME)
-    assert doc["target"] == "cpu:x86_64:generic" and len(doc["records"]) == 4
-    assert doc["choice"] == {"preset": "baseline", "median_speedup": 1.525, "reports": 4,
-                             "options": {"preset": "baseline"}}
+    assert doc["target"] == "cpu:x86_64:generic" and len(doc["records"]) == 3
+    assert doc["choice"] == {"preset": "baseline", "median_speedup": 1.5, "reports": 3,
+                             "reporters": 3, "options": {"preset": "baseline"}}
     assert {p["preset"]: p["median_speedup"] for p in doc["presets"]} == {
-        "default": 1.0, "baseline": 1.525}  # median of 1.45, 1.5, 1.55 and 5
+        "default": 1.0, "baseline": 1.5}  # median of 1.45, 1.5 and 1.55
+
+
+def test_times_that_are_not_finite_or_out_of_bounds_are_400(srv: KilnServer) -> None:
+    graph = "9a" * 32
+    for default_ms, chosen_ms in [(1e308, 1e-308), (3.0, -2.0), (3.0, 0.0), (1e12, 1e11)]:
+        r = post(srv, record("baseline", default_ms, chosen_ms, graph=graph))
+        assert r.status_code == 400, r.text
+        err = strict(r.text)["error"]
+        assert err["code"] == "invalid_request"
+        assert {tuple(e["loc"][-1:]) for e in err["detail"]["errors"]} == {("median_ms",)}
+    # NaN and Infinity are not JSON, but Python's encoder writes them: refused all the same.
+    for bad in ("NaN", "Infinity", "-Infinity"):
+        text = json.dumps(record("baseline", 3.0, 2.0, graph=graph)).replace("2.0", bad, 1)
+        r = srv.client().post("/v1/tuning", content=text, headers={
+            "X-Kiln-Runtime": RUNTIME, "Content-Type": "application/json"})
+        assert r.status_code == 400 and strict(r.text)["error"]["code"] == "invalid_request"
+    assert evidence(srv, graph, "cpu", RUNTIME)["records"] == []
+
+
+def test_a_stranger_with_made_up_records_steers_no_one(srv: KilnServer) -> None:
+    """Mallory holds two tokens and makes up numbers; honest tuner-a and tuner-b agree on a
+    modest 1.2x for baseline. Every answer parses as strict JSON."""
+    graph = "5e" * 32
+    # A 100x speedup is not plausible: refused whoever posts it.
+    r = post(srv, record("baseline", 100.0, 1.0, graph=graph), token="mallory-1")
+    assert r.status_code == 422 and strict(r.text)["error"]["detail"]["reason"] == "implausible"
+    # A 9x claim (with "size" 9.5x), posted many times from one token, is one vote: it alone
+    # makes no choice.
+    made_up = record("size", 9.0, 0.95, graph=graph)
+    made_up["times"]["baseline"] = {"median_ms": 1.0, "samples": 5}
+    for _ in range(5):
+        r = post(srv, made_up, token="mallory-1")
+        assert r.status_code == 200, r.text
+    doc = evidence(srv, graph, "cpu", RUNTIME)
+    assert doc["choice"] is None
+    assert [(p["preset"], p["reports"], p["reporters"]) for p in doc["presets"]] == [
+        ("default", 5, 1), ("baseline", 5, 1), ("size", 5, 1)]
+    # Honest submitters are not outliers against one stranger's many records.
+    for token in ("tuner-a", "tuner-b"):
+        r = post(srv, record("baseline", 1.2, 1.0, graph=graph), token=token)
+        assert r.status_code == 200, r.text
+    doc = evidence(srv, graph, "cpu", RUNTIME)
+    # baseline: the median of 1.2, 1.2 and 9, not moved; "size", which only Mallory found
+    # faster, is never the choice.
+    assert doc["choice"] == {"preset": "baseline", "median_speedup": 1.2, "reports": 7,
+                             "reporters": 3, "options": {"preset": "baseline"}}
+    # Mallory's second token now disagrees with most other submitters: refused, any name.
+    r = post(srv, record("baseline", 9.0, 1.0, graph=graph, name="Renamed CPU"),
+             token="mallory-2")
+    assert r.status_code == 409, r.text
+    assert strict(r.text)["error"]["detail"]["apart"] == 2
 
 
 def test_a_forged_record_in_the_store_is_never_served(srv: KilnServer) -> None:
     graph = "ef" * 32
     assert post(srv, record("baseline", 3.0, 2.0, graph=graph)).status_code == 200
-    assert post(srv, record("baseline", 3.3, 2.0, graph=graph)).status_code == 200
+    assert post(srv, record("baseline", 3.3, 2.0, graph=graph),
+                token="tuner-b").status_code == 200
+    assert post(srv, record("baseline", 3.2, 2.0, graph=graph),
+                token="tuner-c").status_code == 200
     key = tuning_key(graph, "cpu:x86_64:generic", RUNTIME)
     path = srv.cache_dir / "v1" / "tuning" / key[:2] / f"{key}.json"
     stored = json.loads(path.read_text())
@@ -254,7 +324,7 @@ def test_a_forged_record_in_the_store_is_never_served(srv: KilnServer) -> None:
     before = srv.metric("kiln_tuning_records_total", result="forged")
     doc = evidence(srv, graph, "cpu", RUNTIME)
     assert [r["id"] for r in doc["records"]] == sorted(stored["reports"])[1:]
-    assert doc["choice"]["median_speedup"] == 1.65
+    assert doc["choice"]["median_speedup"] == 1.625  # median of 1.65 and 1.6
     assert srv.metric("kiln_tuning_records_total", result="forged") == before + 1
     assert rid not in json.loads(path.read_text())["reports"]  # removed
 
@@ -269,10 +339,12 @@ def test_records_are_shared_by_replicas_through_redis(
     with kiln_server(tmp_path_factory, **settings) as a, kiln_server(tmp_path_factory,
                                                                       **settings) as b:
         assert post(a, record("baseline", 3.0, 2.0, graph=graph)).status_code == 200
+        assert post(b, record("baseline", 3.1, 2.0, graph=graph),
+                    token="tuner-b").status_code == 200
         doc = evidence(b, graph, "cpu", RUNTIME)  # the other replica, its own disk cache
-        assert len(doc["records"]) == 1 and doc["choice"]["preset"] == "baseline"
+        assert len(doc["records"]) == 2 and doc["choice"]["preset"] == "baseline"
         key = tuning_key(graph, "cpu:x86_64:generic", RUNTIME)
-        assert redis_server.command("HLEN", f"kiln:v1:tuning:{key}") == b":1\r\n"
+        assert redis_server.command("HLEN", f"kiln:v1:tuning:{key}") == b":2\r\n"
         assert not (a.cache_dir / "v1" / "tuning").exists()
 
 

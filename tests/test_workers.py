@@ -66,3 +66,43 @@ def test_keep_temps_keeps_the_input_command_and_intermediates(
     assert temps.parent == keep
     assert (temps / "input.mlir").read_text() == bad
     assert "--iree-llvmcpu-target-cpu=generic" in (temps / "command.txt").read_text()
+
+
+def test_a_worker_killed_from_outside_is_not_the_graphs_fault(pool: WorkerPool) -> None:
+    """SIGKILL from outside (the kernel's OOM killer for another process, an operator) while
+    a compile runs: a CompileError that ``graph_fault`` clears, so nobody remembers it; the
+    same compile then succeeds. A full disk reported by the compiler is a 507, not a 422."""
+    import errno
+    import os
+    import signal
+    import threading
+    import time
+
+    from kiln.compiler.workers import graph_fault, storage_error
+    from kiln.errors import CompileFailure, InsufficientStorage
+
+    def kill_soon() -> None:
+        while not pool._slots or not pool._slots[0].busy:  # slots start with the first job
+            time.sleep(0.01)
+        slot = pool._slots[0]
+        time.sleep(0.2)
+        proc = slot.proc
+        if proc is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_soon, daemon=True).start()
+    with pytest.raises(CompileError) as info:
+        pool.run(CompileJob(mlir=BIG, flags=tuple(CPU), engine="session"), timeout=120)
+    assert not isinstance(info.value, CompileTimeout)
+    assert info.value.failure.signal == "SIGKILL" and not graph_fault(info.value)
+    assert "not remembered" in info.value.message
+    out = pool.run(CompileJob(mlir="func.func @f() { return }", flags=tuple(CPU),
+                              engine="session"), timeout=120)
+    assert out.data[:8]
+
+    full = CompileError("iree-compile failed", failure=CompileFailure(
+        stderr="error: could not write output: No space left on device"))
+    assert not graph_fault(full) and isinstance(storage_error(full), InsufficientStorage)
+    assert isinstance(storage_error(OSError(errno.ENOSPC, "No space left on device")),
+                      InsufficientStorage)
+    assert graph_fault(CompileError("error: 'foo.bar' op unknown"))

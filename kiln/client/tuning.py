@@ -11,7 +11,9 @@
 2. Else the default preset's artifact is compiled (or read from the local cache): its answer
    names the graph digest and the normalized target. ``GET /v1/tuning/{graph_hex}?target=&runtime=``
    asks for the server's choice; a choice is used with no compile and no timing (``source
-   ="fleet"``) and remembered locally. With trusted keys (``Client(trusted_keys=...)``) the
+   ="fleet"``) and remembered locally. The server answers a choice only once enough
+   independent submitters agree (or a trusted one reported; service/tuning.py): before that
+   the answer holds none and this machine tunes as in 3. With trusted keys (``Client(trusted_keys=...)``) the
    choice is taken only from the signed evidence (``provenance``, a DSSE envelope signed by the
    server's key, predicate ``kiln.provenance.TUNING_PREDICATE_TYPE``) about this very graph,
    target and runtime; evidence that does not verify is refused (logged) and this machine tunes

@@ -51,9 +51,15 @@ COMPILES_KEY = PREFIX + "cluster:compiles"  # hash "kind:outcome" -> count (ever
 WORKERS_KEY = PREFIX + "cluster:worker:"  # + name -> heartbeat JSON, expiring
 
 
-def redis_client(url: str, *, socket_timeout: float = 5.0) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=1.0,
-                                health_check_interval=0)
+def redis_client(url: str, *, socket_timeout: float = 5.0, max_connections: int = 64,
+                 pool_timeout: float = 10.0) -> redis.Redis:
+    """A client on a blocking pool of ``max_connections``: a thread that finds them all busy
+    waits up to ``pool_timeout`` s for one (then ``redis.ConnectionError``) instead of opening
+    connections without bound."""
+    pool = redis.BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=pool_timeout,
+        socket_timeout=socket_timeout, socket_connect_timeout=1.0, health_check_interval=0)
+    return redis.Redis(connection_pool=pool)
 
 
 def celery_app(redis_url: str, *, visibility_timeout: float, name: str = "kiln") -> Celery:

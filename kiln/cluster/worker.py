@@ -37,6 +37,7 @@ from typing import Any
 
 import redis
 
+from kiln.compiler.workers import graph_fault
 from kiln.errors import CacheUnavailable, CompileError, InsufficientStorage, KilnError
 
 from .queue import (
@@ -142,7 +143,8 @@ class WorkerRuntime:
         # Deterministic failures are kept like the API's failure memory; a cache that is down
         # or full, or a refusal of this worker's, only briefly (the next message retries).
         transient = isinstance(failure, (CacheUnavailable, InsufficientStorage)) or (
-            not isinstance(failure, CompileError) and failure.code == "internal")
+            not isinstance(failure, CompileError) and failure.code == "internal") or (
+            isinstance(failure, CompileError) and not graph_fault(failure))
         ttl = 5 if transient else self.settings.failure_ttl
         log.info(json.dumps({"event": "task", "key": task.key, "target": task.target,
                              "outcome": failure.code,

@@ -10,9 +10,12 @@ Errors: a bad target or option fails the whole request before any work (``unsupp
 compile fails lands in ``CompileResult.errors`` while the other targets succeed.
 
 Failures are remembered: a (graph digest, target, options) whose compile timed out or failed
-answers the same error for ``failure_ttl`` seconds without running the compiler again (issue 21:
-a 600-byte graph held a worker for the whole timeout, and re-sending it cost the same again).
-The remembered error says so in ``detail.remembered`` with the seconds it is still kept.
+answers the same error for ``failure_ttl`` seconds without running the compiler again (a
+600-byte graph can hold a worker for the whole timeout, and re-sending it would cost the same
+again). Only the graph's own failures are (``kiln.compiler.workers.graph_fault``): a full disk
+(``InsufficientStorage``, 507) or a worker killed from outside is answered once and never
+remembered. The remembered error says so in ``detail.remembered`` with the seconds it is still
+kept.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from kiln.compiler import frontend, kernels
 from kiln.compiler.tasks import Compiled, CompileJob, PrepareJob
-from kiln.compiler.workers import WorkerPool
+from kiln.compiler.workers import WorkerPool, graph_fault
 from kiln.dialects.types import FunctionSignature, InputDialect, PreparedGraph
 from kiln.errors import (
     CompileError,
@@ -438,7 +441,9 @@ class Pipeline:
             if known is None:
                 try:
                     return self.compile_prepared(graph, spec, options)
-                except CompileError as exc:  # compile_failed, compile_timeout: deterministic
+                except CompileError as exc:  # compile_failed, compile_timeout
+                    if not graph_fault(exc):  # a worker killed from outside: not the graph's
+                        raise
                     self._remember_failure(fkey, exc)
                     known = exc
             return self._as_baseline(graph, spec, options, known)

@@ -10,7 +10,16 @@ Failure semantics, per job:
 - the task raises a ``KilnError`` in the worker → the same error is raised to the caller;
 - the worker dies (segfault, abort, LLVM ``exit``, the kernel's OOM killer, ``RLIMIT_AS``) →
   ``CompileError`` naming the signal or exit code; the pool starts a fresh worker;
-- the job runs past its timeout → the worker is killed, ``CompileTimeout``; a fresh worker replaces it.
+- the job runs past its timeout → the worker is killed, ``CompileTimeout``; a fresh worker replaces it;
+- the file system is full (ENOSPC, EDQUOT: the job's temporary files, the compiler's output, a
+  "No space left on device" in its diagnostics) → ``InsufficientStorage`` (507), whichever way
+  it surfaced.
+
+Whose fault: ``graph_fault(exc)`` says whether a failure is the graph's, so that callers may
+remember it (kiln/compiler/pipeline.py): a timeout, and a compiler that refused the graph or
+crashed on its own (a diagnostic, an abort, a segfault, the worker's own memory cap). Not the
+graph's: a worker killed from outside (SIGKILL without a timeout, so the kernel's OOM killer
+for another process's sake or an operator; SIGTERM, SIGINT, SIGHUP) and a full disk.
 
 Each worker runs under ``RLIMIT_AS = memory_limit`` (address space, bytes) and no core dumps.
 
@@ -27,6 +36,7 @@ one slot thread that runs it, so there is no lock around a running job.
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -41,14 +51,56 @@ from dataclasses import dataclass
 from typing import Any
 
 from kiln.compiler.fair_queue import LAST, TENANT, FairQueue
-from kiln.errors import CompileError, CompileFailure, CompileTimeout, KilnError, Overloaded
+from kiln.errors import (
+    CompileError,
+    CompileFailure,
+    CompileTimeout,
+    InsufficientStorage,
+    KilnError,
+    Overloaded,
+)
 
-__all__ = ["WorkerPool", "default_pool_size", "sweep_stale_temps"]
+__all__ = ["WorkerPool", "default_pool_size", "graph_fault", "storage_error",
+           "sweep_stale_temps"]
 
 _STOP = object()
 
 
 _TMP_PREFIX = "kiln-workers-"
+
+#: What a full file system looks like in a compiler's or a runtime's message.
+_NO_SPACE = ("No space left on device", "Disk quota exceeded", "ENOSPC", "EDQUOT")
+#: Signals that come from outside a compile: the graph did not cause them.
+_OUTSIDE = ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+
+
+def storage_error(exc: BaseException) -> InsufficientStorage | None:
+    """``InsufficientStorage`` when ``exc`` is, or reports, a full file system, else None."""
+    if isinstance(exc, InsufficientStorage):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return InsufficientStorage(
+            f"the server's disk is full: {exc.strerror or exc} ({exc.filename or 'a file'})",
+            detail={"errno": errno.errorcode.get(exc.errno or 0, "")})
+    if isinstance(exc, KilnError):
+        text = exc.message
+        if isinstance(exc, CompileError):
+            text += "\n" + exc.failure.stderr
+        if any(m in text for m in _NO_SPACE):
+            return InsufficientStorage(
+                "the server's disk filled up while compiling (the compiler's temporary files "
+                "or output): this is not the graph's fault; retry once there is space",
+                detail={"message": exc.message[:2000]})
+    return None
+
+
+def graph_fault(exc: CompileError) -> bool:
+    """Whether ``exc`` is the graph's doing and would happen again (module docstring)."""
+    if isinstance(exc, CompileTimeout):
+        return True
+    if exc.failure.signal in _OUTSIDE:
+        return False
+    return storage_error(exc) is None
 
 
 def sweep_stale_temps(tmp_root: str | os.PathLike[str]) -> int:
@@ -123,7 +175,11 @@ def _worker_main(
             result = job.run()
             conn.send(("ok", result))
         except KilnError as exc:
-            conn.send(("err", exc))
+            conn.send(("err", storage_error(exc) or exc))
+        except OSError as exc:
+            full = storage_error(exc)
+            conn.send(("err", full or KilnError(
+                f"worker task {task} failed: {type(exc).__name__}: {exc}")))
         except MemoryError:
             conn.send(("err", CompileError("the compiler ran out of memory (worker memory cap)")))
         except BaseException as exc:  # noqa: BLE001 - report anything, keep the worker alive
@@ -229,12 +285,14 @@ class _Slot:
                 try:
                     status, value = self.conn.recv()
                 except (EOFError, OSError):
-                    raise self._died(job) from None
+                    died = self._died(job)
+                    raise (storage_error(died) or died) from None
                 if status == "ok":
                     return value
-                raise value
+                raise storage_error(value) or value
             if self.proc.poll() is not None and not self.conn.poll(0):
-                raise self._died(job)
+                died = self._died(job)
+                raise storage_error(died) or died
 
     def _died(self, job: _Job) -> CompileError:
         proc = self.proc
@@ -262,8 +320,9 @@ class _Slot:
         diags = parse_diagnostics(stderr)
         if any(m in stderr for m in ("out of memory", "bad_alloc", "pthread_create failed")):
             hint = f" (out of memory: the worker cap is {self.pool.memory_limit} bytes)"
-        elif sig == "SIGKILL":
-            hint = " (possibly the out-of-memory killer)"
+        elif sig in _OUTSIDE:
+            hint = (" (from outside the compile: possibly the out-of-memory killer; not "
+                    "remembered as this graph's failure)")
         else:
             hint = " (a compiler crash: this input or target hits a compiler bug)"
         first = next((d.message for d in diags if d.severity == "error"), None)
