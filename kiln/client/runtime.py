@@ -18,17 +18,28 @@ its last dispatch, a mean of 1.1 ms a call on 3.1 ms of work). A polling caller 
 keeps its vCPU from halting, so the workers' own wake-ups between dispatches stay short. After
 ``poll_budget_s`` (a long call, where a wake-up is noise) the caller blocks as before.
 docs/performance.md ("How a call waits") has the measurements.
+
+Interpreter exit: every object that owns runtime objects (each ``LoadedModule``, each
+``kiln.torch`` executable, through ``release_at_exit``) is released by an ``atexit`` handler,
+callers before what they call: invokers, contexts, VM modules, parameters, then devices and the
+shared ``VmInstance``. Python's own teardown clears module globals before it frees the cycles
+they held; a runtime object reachable only from such a cycle (the polling invoker class, a
+compiled graph cached by Dynamo) would never be freed, and nanobind reports each one as
+"leaked" when the process ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
 import struct
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -37,7 +48,8 @@ if TYPE_CHECKING:
     from kiln.dialects.types import FunctionSignature
 
 __all__ = ["EXECUTABLE_HEAD_BYTES", "LoadedModule", "driver_for_target", "is_executable",
-           "load_vmfb", "public_function_names", "read_signatures", "vm_signatures"]
+           "load_vmfb", "public_function_names", "read_signatures", "release_at_exit",
+           "shared_instance", "vm_signatures"]
 
 # How long a call polls before it blocks on its fence (see the module docstring).
 POLL_BUDGET_S = 0.25
@@ -67,8 +79,53 @@ def driver_for_target(target: str) -> str:
     return _DRIVERS[target.split(":", 1)[0]]
 
 
+class Releasable(Protocol):
+    def release(self) -> None: ...
+
+
+_LIVE: weakref.WeakSet[Releasable] = weakref.WeakSet()
+_LOCK = threading.Lock()
+_INSTANCE: Any = None
+
+
+def release_at_exit(owner: Releasable) -> None:
+    """Have ``owner.release()`` called at interpreter exit if ``owner`` is still alive then
+    (a weak reference: this keeps nothing alive). ``release`` must drop every runtime object
+    ``owner`` holds and leave later calls failing with an error rather than crashing."""
+    _LIVE.add(owner)
+
+
+def shared_instance() -> Any:
+    """This process's shared ``VmInstance`` (created on first use); released at exit after
+    every object registered with ``release_at_exit``."""
+    global _INSTANCE
+    with _LOCK:
+        if _INSTANCE is None:
+            import iree.runtime as rt
+
+            _INSTANCE = rt.VmInstance()
+        return _INSTANCE
+
+
+@atexit.register
+def _release_all() -> None:
+    """Runs before Python's teardown, while every module is whole: the live owners first, then
+    the polling invoker class (a cycle through ``iree.runtime.function``'s globals), then the
+    shared instance. Devices go with the last reference to them (``iree.runtime``'s cache)."""
+    global _INSTANCE
+    for owner in list(_LIVE):
+        owner.release()
+    _LIVE.clear()
+    _polling_invoker_class.cache_clear()
+    with _LOCK:
+        _INSTANCE = None
+
+
 class LoadedModule:
-    """A loaded executable. Attribute access returns its functions as numpy callables."""
+    """A loaded executable. Attribute access returns its functions as numpy callables.
+
+    Released at interpreter exit (``release``) if still alive: a function called after that
+    raises ``RuntimeError``."""
 
     def __init__(
         self, data: bytes, *, driver: str, device: Any = None, wait: str = "auto",
@@ -85,6 +142,7 @@ class LoadedModule:
         self.wait = ("poll" if driver == "local-task" else "block") if wait == "auto" else wait
         self.poll_budget_s = poll_budget_s
         self._functions: dict[str, Callable[..., Any]] = {}
+        self._invokers: dict[str, Any] = {}  # name -> iree.runtime's callable (holds the context)
         self._given = tuple(signatures)
         self._signatures: dict[str, FunctionSignature] | None = None
         self.device = device if device is not None else rt.get_device(driver)
@@ -97,6 +155,17 @@ class LoadedModule:
         self._ctx.add_vm_module(self._vm)
         self.module_name = self._vm.name
         self._mod = self._ctx.modules[self.module_name]
+        release_at_exit(self)
+
+    def release(self) -> None:
+        """Drop the runtime objects, callers before what they use: the functions' invokers,
+        the context, the VM module, the parameters, the device. Later calls raise
+        ``RuntimeError``. Idempotent."""
+        self._invokers.clear()
+        self._functions.clear()
+        self._mod = self._ctx = self._vm = None
+        self.params = None
+        self.device = None
 
     @property
     def function_names(self) -> list[str]:
@@ -131,6 +200,8 @@ class LoadedModule:
         # Built once per name: ``mod.f(x)`` in a loop must not redo the lookups and the ABI
         # parsing (11 us a call).
         if name not in self._functions:
+            if self._vm is None:
+                raise RuntimeError(f"the module {self.module_name!r} was released")
             self._functions[name] = self._build(name)
         return self._functions[name]
 
@@ -142,6 +213,10 @@ class LoadedModule:
         scalar = frozenset(i for i, k in enumerate(sig[0] if sig else "") if k in _SCALAR_KINDS)
         if self.wait == "poll":
             fn = self._polling(name) or fn
+        # The callable reaches the invoker through this dict, which ``release`` empties: a
+        # function the caller keeps holds no runtime object of its own.
+        invokers = self._invokers
+        invokers[name] = fn
 
         def convert(i: int, a: Any) -> Any:
             a = np.asarray(a)
@@ -152,6 +227,9 @@ class LoadedModule:
             return a.item()
 
         def call(*args: Any) -> Any:
+            fn = invokers.get(name)
+            if fn is None:
+                raise RuntimeError(f"the module {self.module_name!r} was released")
             if scalar:
                 inputs = [convert(i, a) for i, a in enumerate(args)]
             else:

@@ -1,8 +1,11 @@
 """Run a code-only executable on torch tensors, its weights bound from live torch tensors.
 
-One ``VmInstance`` per process and one device per driver (``iree.runtime.get_device``'s cache,
-the one ``kiln.client`` uses too): arrays read back on a CPU driver alias device memory, so two
-devices of one driver in one process would hand out memory neither owns.
+One ``VmInstance`` per process (``kiln.client.runtime.shared_instance``) and one device per
+driver (``iree.runtime.get_device``'s cache, the one ``kiln.client`` uses too): arrays read back
+on a CPU driver alias device memory, so two devices of one driver in one process would hand out
+memory neither owns. Every ``Executable`` is released at interpreter exit
+(``kiln.client.runtime.release_at_exit``): Dynamo keeps compiled graphs where Python's teardown
+never frees them.
 
 Weights: ``bind(params)`` puts each tensor in an in-memory ``ParameterIndex`` (no copy, no
 archive) under scope ``model``; the executable's ``#flow.parameter.named`` globals are read from
@@ -22,11 +25,9 @@ a call waits").
 
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,15 +35,14 @@ import numpy as np
 import torch
 from torch.utils.dlpack import from_dlpack, to_dlpack  # type: ignore[attr-defined]
 
+from kiln.client.runtime import release_at_exit, shared_instance
 from kiln.torch.importer import PARAM_SCOPE
 
 __all__ = ["POLL_BUDGET_S", "Executable", "device"]
 
 POLL_BUDGET_S = 0.25
 _LOCK = threading.Lock()
-_INSTANCE: Any = None
 _KDL_CPU = 1
-_LIVE: weakref.WeakSet[Executable] = weakref.WeakSet()
 
 
 def _rt() -> Any:
@@ -53,11 +53,7 @@ def _rt() -> Any:
 
 def instance() -> Any:
     """This process's ``VmInstance``."""
-    global _INSTANCE
-    with _LOCK:
-        if _INSTANCE is None:
-            _INSTANCE = _rt().VmInstance()
-        return _INSTANCE
+    return shared_instance()
 
 
 def device(driver: str) -> Any:
@@ -102,18 +98,22 @@ class Executable:
         self.poll_budget_s = poll_budget_s
         self._ctx: Any = None
         self._held: tuple[np.ndarray, ...] = ()
-        _LIVE.add(self)
+        release_at_exit(self)
 
     def release(self) -> None:
-        """Drop the runtime objects (context, module, device). Called for every live executable
-        at exit: one still held by a cache (Dynamo's) would otherwise outlive the runtime's
-        types and make nanobind report leaks."""
-        self._ctx = self._vm = self._hal = self._fn = self._async = self._inst = None
-        self.device = None
+        """Drop the runtime objects, the context before the modules and the modules before the
+        device. Later calls raise ``RuntimeError``. Called at interpreter exit for every live
+        executable (one cached by Dynamo is never freed otherwise)."""
+        self._ctx = None
         self._held = ()
+        self._fn = self._async = None
+        self._vm = self._hal = self._inst = None
+        self.device = None
 
     def bind(self, params: Mapping[str, torch.Tensor]) -> None:
         """Make ``params`` (parameter name -> tensor) the weights of the following calls."""
+        if self._vm is None:
+            raise RuntimeError("the executable was released")
         rt = _rt()
         index = rt.ParameterIndex()
         held = []
@@ -132,7 +132,8 @@ class Executable:
         rt = _rt()
         ctx = self._ctx
         if ctx is None:
-            raise RuntimeError("bind() the weights before calling")
+            raise RuntimeError("the executable was released" if self._vm is None
+                               else "bind() the weights before calling")
         args = rt.VmVariantList(len(inputs) + 2)
         keep = []
         for t in inputs:
@@ -203,11 +204,3 @@ class Executable:
                                signal_semaphores=rt.HalFence.create_at(sem, 1))
         rt.HalFence.create_at(sem, 1).wait()
         return np.array(staging.map().asarray(shape, dtype), copy=True)
-
-
-@atexit.register
-def _release_all() -> None:
-    global _INSTANCE
-    for exe in list(_LIVE):
-        exe.release()
-    _INSTANCE = None
