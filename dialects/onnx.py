@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kiln.dialects.allowlist import check_module
 from kiln.errors import InvalidGraph
 
 if TYPE_CHECKING:
@@ -139,6 +140,9 @@ def import_model(
         imp.import_all()
     except (onnx_importer.OnnxImportError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidGraph(f"the ONNX importer refused the model: {type(exc).__name__}: {exc}") from None
+    # ONNX carries free-form strings (attribute values and names, metadata) into the module: the
+    # imported IR is held to the same allow-list as MLIR sent as such.
+    check_module(module, what="the imported ONNX model")
     return module, (_archive(imp) if externalize else None)
 
 
