@@ -209,7 +209,12 @@ def _archive(imp: Any) -> bytes | None:
         if key in seen:
             raise InvalidGraph(f"two initializers are both named {key[:64]!r} once sanitized")
         seen.add(key)
-        array = numpy_helper.to_array(imp._gi.initializer_map[name])
+        try:
+            array = numpy_helper.to_array(imp._gi.initializer_map[name])
+        except (ValueError, TypeError) as exc:  # dims that its data does not fill, ...
+            raise InvalidGraph(
+                f"initializer {name[:64]!r} cannot be read: {exc}", detail={"initializer": name[:64]}
+            ) from None
         held.append(array)
         index.add_buffer(key, array)
     with tempfile.TemporaryDirectory(prefix="kiln-params-") as tmp:
