@@ -1,8 +1,9 @@
 """Parse and verify MLIR (text or bytecode) with IREE's bundled MLIR Python bindings.
 
 Runs inside a compile worker (the parser is native code). Diagnostics are returned in the error,
-never printed. A graph may not carry HAL/target declarations of its own: targets are Kiln's choice
-(``hal.*`` ops and module attributes are refused with ``invalid_graph``).
+never printed. A parsed module is checked against what a graph may carry (``kiln.dialects.allowlist``:
+no HAL/target declarations, no attribute that names host files, anywhere in the module), else
+``invalid_graph``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kiln.dialects.allowlist import check_module
 from kiln.errors import Diagnostic, InvalidGraph
 
 if TYPE_CHECKING:
@@ -39,7 +41,8 @@ def to_diagnostic(location: str, message: str, severity: str = "error") -> Diagn
 
 
 def parse_module(data: bytes | str, *, context: ir.Context) -> ir.Module:
-    """Parse and verify; raise ``InvalidGraph`` with the parser's diagnostics."""
+    """Parse, verify and check against the allow-list; raise ``InvalidGraph`` with the parser's
+    diagnostics, or naming what is not allowed."""
     from iree.compiler import ir
 
     try:
@@ -57,35 +60,8 @@ def parse_module(data: bytes | str, *, context: ir.Context) -> ir.Module:
         diags = [to_diagnostic(str(d.location), d.message) for d in exc.error_diagnostics]
         first = diags[0].message if diags else str(exc)
         raise InvalidGraph(f"the MLIR does not verify: {first}", diagnostics=diags) from None
-    _refuse_target_declarations(module)
+    check_module(module)
     return module
-
-
-def _refuse_target_declarations(module: ir.Module) -> None:
-    attrs = module.operation.attributes
-    for i in range(len(attrs)):
-        name = attrs[i].name
-        if name.startswith("hal."):
-            raise InvalidGraph(
-                f"the module declares {name!r}; targets are chosen with 'targets', "
-                "not inside the graph"
-            )
-    found: list[str] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        from iree.compiler import ir
-
-        if op.name.startswith(("hal.", "flow.", "stream.")):
-            found.append(op.name)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    if found:
-        raise InvalidGraph(
-            f"the graph contains {found[0]!r}: IREE-internal (hal/flow/stream) ops are not "
-            "accepted as input"
-        )
 
 
 def op_names(module: ir.Module) -> list[str]:

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kiln.dialects.allowlist import check_module
 from kiln.errors import InvalidGraph
 
 if TYPE_CHECKING:
@@ -139,6 +140,9 @@ def import_model(
         imp.import_all()
     except (onnx_importer.OnnxImportError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidGraph(f"the ONNX importer refused the model: {type(exc).__name__}: {exc}") from None
+    # ONNX carries free-form strings (attribute values and names, metadata) into the module: the
+    # imported IR is held to the same allow-list as MLIR sent as such.
+    check_module(module, what="the imported ONNX model")
     return module, (_archive(imp) if externalize else None)
 
 
@@ -205,7 +209,12 @@ def _archive(imp: Any) -> bytes | None:
         if key in seen:
             raise InvalidGraph(f"two initializers are both named {key[:64]!r} once sanitized")
         seen.add(key)
-        array = numpy_helper.to_array(imp._gi.initializer_map[name])
+        try:
+            array = numpy_helper.to_array(imp._gi.initializer_map[name])
+        except (ValueError, TypeError) as exc:  # dims that its data does not fill, ...
+            raise InvalidGraph(
+                f"initializer {name[:64]!r} cannot be read: {exc}", detail={"initializer": name[:64]}
+            ) from None
         held.append(array)
         index.add_buffer(key, array)
     with tempfile.TemporaryDirectory(prefix="kiln-params-") as tmp:

@@ -67,7 +67,8 @@ _DESCRIPTIONS: dict[int, str] = {
     403: "tuning_forbidden: tuning records from unauthenticated clients (a server without "
     "tokens, unless KILN_TUNING_ACCEPT=any)",
     404: "not_found",
-    408: "invalid_request: the request headers or body did not arrive within the timeout",
+    408: "invalid_request: the request headers or body did not arrive within the timeout, or "
+    "the body arrived below the minimum rate (upload_min_bytes_per_second)",
     409: "incompatible_runtime: X-Kiln-Runtime names a runtime that cannot load this "
     "server's executables (detail.supported lists those it can serve)",
     413: "too_large: the request body (or the graph's canonical form) exceeds the limit",
@@ -123,6 +124,9 @@ def error_headers(exc: KilnError) -> dict[str, str]:
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="kiln"'
+    if getattr(exc, "close_connection", False):
+        # The request's body was left unread: the connection cannot carry another request.
+        headers["Connection"] = "close"
     return headers
 
 

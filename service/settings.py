@@ -10,14 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
 
 
 class Settings(BaseSettings):
-    """Validated daemon settings. Sizes are bytes, durations seconds."""
+    """Validated daemon settings. Sizes are bytes (``*_bytes`` also take ``20G``, ``500M``, as
+    ``kiln.sizes.parse_size`` reads them), durations seconds."""
 
     model_config = SettingsConfigDict(env_prefix="KILN_", extra="ignore", frozen=True)
 
@@ -50,6 +51,14 @@ class Settings(BaseSettings):
     #: Request bodies being received at once, in bytes, per HTTP worker; a body that would pass
     #: it is refused with 503 overloaded before it is read (three 255 MiB uploads took 3.5 GB).
     max_upload_bytes_in_flight: int = Field(512 << 20, ge=1024)
+    #: The part of ``max_upload_bytes_in_flight`` one client (bearer token, else peer address)
+    #: may hold at once; past it: 503 overloaded for that client only.
+    max_upload_bytes_per_client: int = Field(256 << 20, ge=1024)
+    #: Slowest average upload rate, bytes per second since the body began, a request body may
+    #: fall to once ``upload_grace_seconds`` have passed; below it: 408 and its budget released.
+    #: 0 = no minimum (``body_timeout`` still bounds each silence).
+    upload_min_bytes_per_second: int = Field(16 << 10, ge=0)
+    upload_grace_seconds: float = Field(10.0, ge=0)
     #: Canonical graph text held while compiles run, in bytes, per HTTP worker; past it: 503.
     max_prepared_bytes_in_flight: int = Field(1 << 30, ge=1024)
     #: Seconds a client has to send a request line and headers (service/connections.py).
@@ -141,6 +150,16 @@ class Settings(BaseSettings):
     log_level: str = "info"
     #: Log one JSON line per request (access log).
     access_log: bool = True
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _sizes(cls, value: object, info: ValidationInfo) -> object:
+        """``*_bytes`` settings take sizes as every command does (``20G``, ``500M``)."""
+        if isinstance(value, str) and (info.field_name or "").endswith("_bytes") and value.strip():
+            from kiln.sizes import parse_size
+
+            return parse_size(value)  # a ValueError becomes the field's validation error
+        return value
 
     @model_validator(mode="after")
     def _remote_needs_redis(self) -> Settings:

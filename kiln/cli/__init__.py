@@ -3,8 +3,10 @@
 is testable without subprocesses.
 
 Exit status: 0 on success; 1 when a compile failed or ``kiln verify`` refused (``code: message``
-on stderr); 2 for usage errors and unreadable inputs; 141 when the reader of stdout went away
-(``kiln targets | head``). Option prefixes are never expanded
+on stderr); 2 for usage errors, unreadable inputs and bad ``KILN_*`` settings (one line on
+stderr naming the variable; settings are read when a command runs, so a bad one never breaks
+building the parser); 141 when the reader of stdout went away (``kiln targets | head``). Option
+prefixes are never expanded
 (``--comp`` is not ``--compile-timeout``).
 """
 
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
-    from kiln.cli.errors import missing_server_parts, print_detail
+    from kiln.cli.errors import BadSetting, missing_server_parts, print_detail
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -72,6 +74,9 @@ def main(
         print(f"kiln: {exc.code}: {exc.message}", file=stderr)
         print_detail(exc, stderr, source=getattr(args, "graph", None))
         return 1
+    except BadSetting as exc:
+        print(f"kiln {args.command}: bad setting {exc}", file=stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -12,22 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 from typing import Any, TextIO
 
 from kiln.errors import CacheUnavailable
+from kiln.sizes import parse_size as _parse_size
 
 __all__ = ["add_parser", "format_size", "parse_size", "run"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
 def parse_size(text: str) -> int:
-    """``500M``, ``1.5G``, ``64KiB``, ``10kb``, ``4096`` → bytes (binary units: K = 1024)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)(?:i?[bB])?\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500M, 2G, 64K)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    """``500M``, ``1.5G``, ``64KiB``, ``10kb``, ``4096`` → bytes (``kiln.sizes``)."""
+    try:
+        return _parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def format_size(n: int) -> str:
@@ -145,7 +142,7 @@ def _gc(cache: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             bound = parse_size(os.environ[var])
         except argparse.ArgumentTypeError as exc:
-            print(f"kiln: invalid_request: {var}: {exc}", file=err)
+            print(f"kiln cache: bad setting {var}={os.environ[var][:64]!r}: {exc}", file=err)
             return 2
     rep = cache.gc(bound)
     swept = 0

@@ -1,12 +1,44 @@
-"""How the command line prints a Kiln error's detail (diagnostics, the compiler command, a hint)."""
+"""How the command line prints a Kiln error's detail (diagnostics, the compiler command, a hint),
+and reads ``KILN_*`` settings: a bad one is ``BadSetting``, which every command reports as one line
+(``kiln CMD: bad setting VAR='value': why``) and exit status 2, never a traceback."""
 
 from __future__ import annotations
 
-from typing import TextIO
+import os
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 from kiln.errors import KilnError
 
-__all__ = ["print_detail"]
+__all__ = ["BadSetting", "env_setting", "print_detail"]
+
+T = TypeVar("T")
+
+
+class BadSetting(Exception):
+    """A ``KILN_*`` variable (or flag) whose value does not parse; the message names both."""
+
+
+def env_setting(var: str, parse: Callable[[str], T], default: T) -> T:
+    """``parse`` of the variable ``var``, ``default`` when it is unset or empty; ``BadSetting``
+    when ``parse`` refuses it. Read when a command runs, never while parsers are built, so a bad
+    variable of one command cannot break another."""
+    raw = os.environ.get(var, "")
+    if not raw.strip():
+        return default
+    try:
+        return parse(raw)
+    except ValueError as exc:
+        raise BadSetting(f"{var}={raw[:64]!r}: {_why(exc)}") from None
+
+
+def _why(exc: ValueError) -> str:
+    text = str(exc)
+    if text.startswith("invalid literal for int()"):
+        return "not a whole number"
+    if text.startswith("could not convert string to float"):
+        return "not a number"
+    return text
 
 
 def print_detail(exc: KilnError, stderr: TextIO, *, source: str | None = None) -> None:

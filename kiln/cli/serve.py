@@ -57,14 +57,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--host", help="listen address (KILN_HOST, default 127.0.0.1)")
     a("--port", type=int, help="listen port (KILN_PORT, default 8000)")
     a("--cache-dir", help="disk cache directory (KILN_CACHE_DIR, default ~/.cache/kiln)")
-    a("--cache-max-bytes", type=int, help="disk cache bound, LRU-evicted (KILN_CACHE_MAX_BYTES)")
+    a("--cache-max-bytes", type=_size, help="disk cache bound, LRU-evicted (KILN_CACHE_MAX_BYTES)")
     a("--redis-url", help="shared Redis cache behind the disk cache (KILN_REDIS_URL)")
     a("--s3-url", help="object store for the executables, s3://BUCKET[/PREFIX], behind the disk "
       "cache; endpoint KILN_S3_ENDPOINT_URL, credentials AWS_* (KILN_S3_URL; docs/caching.md)")
     a("--workers", type=int, help="compile worker processes in all (KILN_WORKERS, default: CPUs)")
     a("--prepare-workers", type=int, help="graph import workers (KILN_PREPARE_WORKERS, default 1)")
     a("--compile-timeout", type=float, help="per-target compile timeout, s (KILN_COMPILE_TIMEOUT)")
-    a("--max-request-bytes", type=int, help="largest request body (KILN_MAX_REQUEST_BYTES)")
+    a("--max-request-bytes", type=_size, help="largest request body (KILN_MAX_REQUEST_BYTES)")
     a("--header-timeout", type=float,
       help="seconds to send a request's headers, else 408 (KILN_HEADER_TIMEOUT, default 10)")
     a("--body-timeout", type=float,
@@ -78,7 +78,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--verify-keys-files", help="further trusted public keys, comma separated: rotated keys "
       "(KILN_VERIFY_KEYS_FILES)")
     a("--http-workers", type=int, help="uvicorn worker processes (KILN_HTTP_WORKERS, default 1)")
-    a("--worker-memory-bytes", type=int, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
+    a("--worker-memory-bytes", type=_size, help="address-space cap per worker (KILN_WORKER_MEMORY_BYTES)")
     a("--shutdown-timeout", type=float, help="grace for in-flight requests, s (KILN_SHUTDOWN_TIMEOUT)")
     a("--log-level", help="debug, info, warning, error (KILN_LOG_LEVEL)")
     a("--compile", choices=("local", "remote"),
@@ -94,6 +94,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _size(text: str) -> int:
+    from kiln.sizes import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _one_line(exc: Any) -> str:
+    """A pydantic ``ValidationError`` as ``KILN_VAR='value': why; ...`` (no traceback, no URL)."""
+    parts = []
+    for e in exc.errors(include_url=False):
+        field = ".".join(str(x) for x in e.get("loc", ())) or "settings"
+        var = f"KILN_{field.upper()}" if e.get("loc") else field
+        value = os.environ.get(var) if e.get("loc") else None
+        shown = f"{var}={value[:64]!r}" if value is not None else var
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{shown}: {msg}")
+    return "; ".join(parts)
+
+
 def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     from pydantic import ValidationError
 
@@ -106,7 +128,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     try:
         settings = Settings()
     except ValidationError as exc:
-        print(f"kiln serve: invalid settings: {exc}", file=stderr)
+        print(f"kiln serve: invalid settings: {_one_line(exc)}", file=stderr)
         return 2
     try:
         settings.token_set()

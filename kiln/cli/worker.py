@@ -6,7 +6,7 @@ replicas (``KILN_SIGNING_KEY_FILE``), or list its public key in their ``KILN_VER
 a record signed by a key they do not trust is a miss to them.
 
 Exit status: 0 after a warm shutdown (SIGTERM/SIGINT: running compiles finish, waiting messages
-stay queued); 2 for bad settings.
+stay queued); 2 for bad settings (one line naming the variable). Sizes take units (``20G``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 from typing import Any, TextIO
+
+from kiln.cli.errors import env_setting
+from kiln.sizes import parse_size
 
 __all__ = ["add_parser", "run"]
 
@@ -31,32 +34,51 @@ def add_parser(sub: Any) -> None:
     a("--queues", default=env("KILN_QUEUES", "cpu,gpu"),
       help="target kinds to take compiles for: cpu, cuda, rocm, vulkan, metal; gpu = the four GPU "
       "kinds (KILN_QUEUES, default cpu,gpu)")
-    a("--concurrency", type=int, default=int(env("KILN_CONCURRENCY", "1")),
-      help="compiles at once (KILN_CONCURRENCY, default 1)")
+    a("--concurrency", type=int, help="compiles at once (KILN_CONCURRENCY, default 1)")
     a("--cache-dir", default=env("KILN_CACHE_DIR"), help="local disk tier (KILN_CACHE_DIR)")
-    cmb = env("KILN_CACHE_MAX_BYTES")
-    a("--cache-max-bytes", type=int, default=int(cmb) if cmb else None,
-      help="bound of the local disk tier, LRU-evicted (KILN_CACHE_MAX_BYTES, default unbounded)")
+    a("--cache-max-bytes", type=_size,
+      help="bound of the local disk tier, LRU-evicted, e.g. 20G (KILN_CACHE_MAX_BYTES, default "
+      "unbounded)")
     a("--s3-url", default=env("KILN_S3_URL"), help="blobs in s3://BUCKET[/PREFIX] (KILN_S3_URL; "
       "endpoint KILN_S3_ENDPOINT_URL, credentials AWS_*)")
-    a("--compile-timeout", type=float, default=float(env("KILN_COMPILE_TIMEOUT", "300")),
-      help="per compile, s (KILN_COMPILE_TIMEOUT, default 300)")
-    vis = env("KILN_VISIBILITY_TIMEOUT")
-    a("--visibility-timeout", type=float, default=float(vis) if vis else None,
+    a("--compile-timeout", type=float, help="per compile, s (KILN_COMPILE_TIMEOUT, default 300)")
+    a("--visibility-timeout", type=float,
       help="seconds before a dead worker's job is handed to another (KILN_VISIBILITY_TIMEOUT, "
       "default 3 x compile timeout + 60); the API replicas must use the same value")
-    a("--lease-seconds", type=float, default=float(env("KILN_LEASE_SECONDS", "10")),
+    a("--lease-seconds", type=float,
       help="single-flight lease of a compile (KILN_LEASE_SECONDS, default 10)")
-    a("--worker-memory-bytes", type=int,
-      default=int(env("KILN_WORKER_MEMORY_BYTES", str(8 << 30))),
-      help="address-space cap per compile process (KILN_WORKER_MEMORY_BYTES)")
+    a("--worker-memory-bytes", type=_size,
+      help="address-space cap per compile process, e.g. 8G (KILN_WORKER_MEMORY_BYTES)")
     a("--name", default=env("KILN_WORKER_NAME"), help="worker name (default kiln@HOST.PID)")
     a("--log-level", default=env("KILN_LOG_LEVEL", "info"), help="KILN_LOG_LEVEL")
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _from_env(args: argparse.Namespace) -> None:
+    """Fill the flags not given from their ``KILN_*`` variables (``BadSetting`` for a bad one)."""
+    for dest, var, parse, default in (
+        ("concurrency", "KILN_CONCURRENCY", int, 1),
+        ("cache_max_bytes", "KILN_CACHE_MAX_BYTES", parse_size, None),
+        ("compile_timeout", "KILN_COMPILE_TIMEOUT", float, 300.0),
+        ("visibility_timeout", "KILN_VISIBILITY_TIMEOUT", float, None),
+        ("lease_seconds", "KILN_LEASE_SECONDS", float, 10.0),
+        ("worker_memory_bytes", "KILN_WORKER_MEMORY_BYTES", parse_size, 8 << 30),
+    ):
+        if getattr(args, dest) is None:
+            setattr(args, dest, env_setting(var, parse, default))
 
 
 def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     from kiln.cluster.types import queues_for
     from kiln.cluster.worker import WorkerSettings, run_worker
+
+    _from_env(args)
 
     if not args.redis_url:
         print("kiln worker: --redis-url (or KILN_REDIS_URL) is required", file=stderr)
@@ -78,7 +100,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
         s3_endpoint_url=os.environ.get("KILN_S3_ENDPOINT_URL"),
         compile_timeout=args.compile_timeout, visibility_timeout=args.visibility_timeout,
         lease_seconds=args.lease_seconds, worker_memory_bytes=args.worker_memory_bytes,
-        failure_ttl=float(os.environ.get("KILN_FAILURE_TTL", "600")),
+        failure_ttl=env_setting("KILN_FAILURE_TTL", float, 600.0),
         signing_key_file=os.environ.get("KILN_SIGNING_KEY_FILE"),
         verify_keys_files=os.environ.get("KILN_VERIFY_KEYS_FILES", ""),
         log_level=args.log_level, **extra,
