@@ -8,6 +8,8 @@
 
 Backends (one file each): ``disk`` (embedded default), ``redis`` (shared), ``s3`` (blobs in an
 object store, records in Redis or in the bucket), ``tiered`` (disk in front of Redis or S3). The
+kinds of blob (executables, parameter archives, kernels, front-end phases) and their guards are
+declared once, in ``kinds``. The
 facade adds what is common to all of them: verified hits only, single-flight builds, counters and a
 metrics hook, and — given an ``authority`` (``kiln.provenance.Authority``) — a signed provenance on
 every new record, checked on every hit in every tier (an edited or foreign record is a miss, counted
@@ -423,6 +425,7 @@ def open_cache(
     metrics_hook: Callable[[str], None] | None = None,
     authority: RecordAuthority | None = None,
     accept_blob: Callable[[bytes], bool] | None = None,
+    catch_up_interval: float | None = None,
 ) -> ArtifactCache:
     """Disk only (default; ``cache_dir`` or ``$KILN_CACHE_DIR`` or the user cache dir), tiered
     disk+Redis when ``redis_url`` is given, Redis only with ``disk=False``.
@@ -435,7 +438,11 @@ def open_cache(
     Opening never contacts Redis nor the object store, so it succeeds while they are down.
     ``authority`` signs new records and authenticates every record read
     (``kiln.provenance.Authority``); without one, records are neither signed nor checked.
-    ``accept_blob`` (e.g. ``kiln.runtime.is_executable``) guards blobs copied between the tiers.
+    ``accept_blob`` (``kiln.cache.kinds.is_known``: Kiln's blob kinds) guards blobs crossing
+    between the tiers; None lets any blob that verifies cross. ``catch_up_interval`` (seconds)
+    starts a timer copying entries written during a remote outage to the remote tier without
+    waiting for traffic (``TieredStorage.start_catch_up``); None leaves that to the next cache
+    operation. ``close`` copies what is still noted, for a few seconds at most.
     """
     if s3_url and not disk:
         raise InvalidRequest("an S3 cache needs the disk tier in front of it (disk=True)")
@@ -456,6 +463,8 @@ def open_cache(
     if local is not None and remote is not None:
         storage = TieredStorage(local, remote, write_policy=write_policy)
         storage.accept_blob = accept_blob
+        if catch_up_interval is not None:
+            storage.start_catch_up(catch_up_interval)
     elif local is not None:
         storage = local
     elif remote is not None:

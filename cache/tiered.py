@@ -14,13 +14,22 @@ tier misses). When it comes from the object store holding the blobs
 raises it: local hits are still served, the rest fails cleanly (503) rather than compiling what
 could not be shared. A write the remote tier refused is kept locally and its key
 is noted in the disk tier (``<root>/v1/remote-pending/<key>``, an empty file, so a restart keeps
-the list). Once Redis answers again the noted entries are copied to it, blob before record, in a
-background thread (one at a time; started by the next cache operation, at most once a second),
-so what was built during an outage reaches the other replicas after it (issue 21: it never did);
-the same holds for the object store. Each failure
+the list). Once the remote tier answers again the noted entries are copied to it, blob before
+record, one at a time in a background thread, so what was built during an outage reaches the
+other replicas after it. Two things start a copy: the next cache operation (at most once a
+second), and, with ``start_catch_up`` (``open_cache(catch_up_interval=)``; ``kiln serve`` and
+``kiln worker`` use it), a timer that looks for noted entries every ``interval`` seconds without
+waiting for traffic, backing off (doubling, up to ``max_interval``) while the remote tier still
+refuses. ``close`` makes one last copy, bounded by ``flush_timeout`` seconds; what it could not
+copy stays noted for the next start. Each failure
 has already been logged and reported by the remote backend's ``on_error`` hook. Local-tier errors
 (``OSError``) propagate to the facade, which logs and counts them (``store_errors``); a failed
 backfill is only logged, the remote hit is still returned.
+
+``accept_blob`` (``kiln.cache.kinds.is_known`` for Kiln's caches) guards the blobs copied
+between the tiers: one it refuses is not backfilled from the remote tier (a miss), nor copied to
+it after an outage (dropped from the list). A write goes to both tiers as it is: what is written
+is the caller's.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from kiln.errors import CacheUnavailable
 
 from .disk import DiskStorage
 from .key import normalize_digest
+from .kinds import kind_of
 from .redis import RedisStorage
 from .store import BlobStoreUnavailable
 from .types import ActionRecord, Found, VerifyReport, WritePolicy
@@ -48,6 +58,10 @@ __all__ = ["TieredStorage"]
 
 log = logging.getLogger("kiln.cache.tiered")
 _BLOB = ".blob"  # a pending marker's suffix for a blob no record names (a parameter archive)
+#: The catch-up timer's period and back-off bound, and how long ``close`` may spend copying.
+CATCH_UP_INTERVAL = 2.0
+CATCH_UP_MAX_INTERVAL = 5.0
+FLUSH_TIMEOUT = 5.0
 
 
 class TieredStorage:
@@ -65,11 +79,14 @@ class TieredStorage:
         self.write_policy = write_policy
         self.pending_dir = local.base / "remote-pending"
         self._pending = self.pending_dir.is_dir() and any(self.pending_dir.iterdir())
-        #: Blobs copied between tiers must pass this (e.g. ``kiln.client.runtime.is_executable`` on
-        #: their head); None copies any blob that verifies.
+        #: Blobs copied between tiers must pass this (``kiln.cache.kinds.is_known`` on their
+        #: head); None copies any blob that verifies.
         self.accept_blob: Callable[[bytes], bool] | None = None
+        self.flush_timeout = FLUSH_TIMEOUT
         self._catch_up_lock = threading.Lock()
         self._catch_up_at = 0.0
+        self._timer: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def location(self) -> str:
         return f"{self.local.location()} + {self.remote.location()}"
@@ -133,7 +150,8 @@ class TieredStorage:
         if self.accept_blob is None or self.accept_blob(data):
             return True
         log.warning("kiln cache: not copying blob %s between tiers: the guard refused it "
-                    "(not an executable nor a parameter archive)", digest)
+                    "(a blob of no known kind: %s)", digest,
+                    "looks like a " + k.name if (k := kind_of(data)) is not None else "unknown")
         return False
 
     def blob_path(self, digest: str) -> Path | None:
@@ -169,6 +187,13 @@ class TieredStorage:
         return rep
 
     def close(self) -> None:
+        """Stop the catch-up timer, copy what is still noted (at most ``flush_timeout`` s: the
+        rest stays noted), close both tiers."""
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(self.flush_timeout)
+        if self.has_pending():
+            self.flush(self.flush_timeout)
         self.local.close()
         self.remote.close()
 
@@ -202,6 +227,73 @@ class TieredStorage:
         threading.Thread(target=self._catch_up_locked, name="kiln-redis-catch-up",
                          daemon=True).start()
 
+    def has_pending(self) -> bool:
+        """Whether entries are noted for the remote tier (by this process or another one
+        sharing the disk tier)."""
+        try:
+            return self._pending or any(self.pending_dir.iterdir())
+        except FileNotFoundError:
+            return False
+
+    def start_catch_up(self, interval: float = CATCH_UP_INTERVAL, *,
+                       max_interval: float = CATCH_UP_MAX_INTERVAL) -> None:
+        """Copy noted entries on a timer: every ``interval`` s while none are noted or the last
+        copy finished; after a copy stopped by the remote tier, twice the last wait, up to
+        ``max_interval`` s. A daemon thread, stopped by ``close``; a second call does nothing."""
+        if self._timer is not None or self.write_policy is WritePolicy.LOCAL_ONLY:
+            return
+        self._timer = threading.Thread(target=self._catch_up_loop, args=(interval, max_interval),
+                                       name="kiln-cache-catch-up", daemon=True)
+        self._timer.start()
+
+    def _catch_up_loop(self, interval: float, max_interval: float) -> None:
+        wait = interval
+        while not self._stop.wait(wait):
+            if not self.has_pending():
+                wait = interval
+                continue
+            with self._catch_up_lock:
+                if self._stop.is_set():
+                    return
+                try:
+                    n = self._copy_pending()
+                except Exception:
+                    log.exception("kiln cache: catching %s up failed", self.remote.name)
+                    n = 0
+            if n:
+                log.warning("kiln cache: copied %d entries made during the outage to %s", n,
+                            self.remote.name)
+            wait = min(2 * wait, max_interval) if self._pending else interval
+
+    def flush(self, timeout: float) -> bool:
+        """Copy the noted entries now, trying again (every ``remote.retry_interval`` s: its
+        fail-fast window after an outage) while the remote tier refuses, for ``timeout`` s at
+        most; a copy still under way then goes on in a daemon thread until the process exits.
+        What is not copied stays noted. True when nothing is left noted."""
+        done = threading.Event()
+        deadline = time.monotonic() + timeout
+        pause = max(0.05, float(getattr(self.remote, "retry_interval", 0.5)))
+
+        def copy() -> None:
+            try:
+                while True:
+                    self.catch_up()
+                    left = deadline - time.monotonic()
+                    if not self._pending or left <= 0:
+                        return
+                    time.sleep(min(pause, left))
+            except Exception:
+                log.exception("kiln cache: catching %s up failed", self.remote.name)
+            finally:
+                done.set()
+
+        threading.Thread(target=copy, name="kiln-cache-flush", daemon=True).start()
+        if not done.wait(timeout + 0.5) or self._pending:
+            log.warning("kiln cache: entries made during the outage are still not in %s after "
+                        "%.1f s; they stay noted for the next start", self.remote.name, timeout)
+            return False
+        return not self._pending
+
     def catch_up(self) -> int:
         """Copy every noted entry to Redis now; returns how many were copied. Stops at the first
         Redis failure (the rest stay noted). Entries evicted from the local tier meanwhile are
@@ -226,6 +318,8 @@ class TieredStorage:
             names = [p.name for p in self.pending_dir.iterdir()]
         except FileNotFoundError:
             names = []
+        if names:
+            self._pending = True  # noted by another process sharing the disk tier, perhaps
         for key in names:
             marker = self.pending_dir / key
             if key.endswith(_BLOB):

@@ -18,8 +18,8 @@ Where the bytes come from, fastest first:
 The ``hex`` is checked against ``^[0-9a-f]{64}$`` before any file system access: anything else
 (``../..``, ``%2e%2e``, upper case, a ``sha256:`` prefix) is 404 ``not_found`` and never becomes a
 path. A blob that is absent or fails verification, or is not an IREE executable
-(``kiln.client.runtime.is_executable``: bytes someone stored under their own sha256; for
-``/v1/params``, not an ``.irpa``: ``kiln.client.params.is_archive``), is 404 ``not_found``.
+(``kiln.cache.kinds.EXECUTABLE``: a kernel, a front-end phase, bytes someone stored under their
+own sha256; for ``/v1/params``, not an ``.irpa``: ``PARAMETER_ARCHIVE``), is 404 ``not_found``.
 
 ``Range`` is honoured whatever the blob's size (a resumed download of a 47 MB executable and of a
 13 kB one behave alike): one range ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` answers 206 with
@@ -42,7 +42,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import FileResponse, Response
 
 from kiln.cache import ArtifactCache
-from kiln.client.runtime import EXECUTABLE_HEAD_BYTES, is_executable
+from kiln.cache.kinds import EXECUTABLE, HEAD_BYTES
 from kiln.errors import InvalidRequest, NotFound
 
 from .errors import error_response
@@ -69,10 +69,10 @@ class ArtifactServer:
 
     def __init__(
         self, cache: ArtifactCache, metrics: Metrics, *, max_bytes: int, max_item: int,
-        media_type: str = MEDIA_TYPE, accept: Callable[[bytes], bool] = is_executable,
+        media_type: str = MEDIA_TYPE, accept: Callable[[bytes], bool] = EXECUTABLE,
         what: str = "artifact",
     ) -> None:
-        """``accept``: the format check on a blob's first ``EXECUTABLE_HEAD_BYTES`` bytes;
+        """``accept``: the blob kind served (its guard, on the first ``HEAD_BYTES`` bytes);
         ``what`` names the blobs in messages."""
         self.media_type = media_type
         self._media_type_b = media_type.encode()
@@ -228,7 +228,7 @@ def _unsatisfiable(size: int, headers: dict[str, str], what: str) -> Response:
 def _accepted_file(path: Path, accept: Callable[[bytes], bool]) -> bool:
     try:
         with open(path, "rb") as f:
-            return accept(f.read(EXECUTABLE_HEAD_BYTES))
+            return accept(f.read(HEAD_BYTES))
     except OSError:
         return False
 

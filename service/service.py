@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kiln.cache import ArtifactCache, default_cache_dir, open_cache
-from kiln.client.params import is_archive, is_stored_blob
+from kiln.cache.kinds import PARAMETER_ARCHIVE, is_known
+from kiln.cache.tiered import CATCH_UP_INTERVAL
 from kiln.compiler.pipeline import Pipeline
 from kiln.compiler.workers import WorkerPool, default_pool_size
 from kiln.provenance import Authority, split_paths
@@ -46,7 +47,8 @@ class Service:
         )
         self.cache: ArtifactCache = open_cache(
             authority=self.authority,
-            accept_blob=is_stored_blob,
+            accept_blob=is_known,
+            catch_up_interval=CATCH_UP_INTERVAL,
             cache_dir=self.cache_dir,
             redis_url=s.redis_url,
             s3_url=s.s3_url,
@@ -110,7 +112,7 @@ class Service:
         )
         self.params = ArtifactServer(  # parameter archives: GET /v1/params/{hex}
             self.cache, metrics, max_bytes=s.blob_memory_bytes, max_item=s.blob_memory_max_item,
-            media_type=PARAMS_MEDIA_TYPE, accept=is_archive, what="parameter archive",
+            media_type=PARAMS_MEDIA_TYPE, accept=PARAMETER_ARCHIVE, what="parameter archive",
         )
         # Tuning records: in Redis when configured (cluster-wide), else beside the disk cache.
         self.tuning = TuningService(

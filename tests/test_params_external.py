@@ -321,7 +321,7 @@ def test_an_archive_reaches_the_shared_tier_and_one_made_while_it_was_down_follo
     redis_server: Any, tmp_path: Path
 ) -> None:
     from kiln.cache import open_cache
-    from kiln.client.params import is_stored_blob
+    from kiln.cache.kinds import is_known
     from kiln.provenance import Authority, Signer
 
     auth = Authority(Signer.generate())
@@ -329,7 +329,7 @@ def test_an_archive_reaches_the_shared_tier_and_one_made_while_it_was_down_follo
 
     def replica(name: str) -> Any:
         return open_cache(cache_dir=tmp_path / name, redis_url=redis_server.url, authority=auth,
-                          accept_blob=is_stored_blob, redis_retry_interval=0.05)
+                          accept_blob=is_known, redis_retry_interval=0.05)
 
     with replica("a") as a, replica("b") as b:
         d_up = a.put_params(up, graph_digest="sha256:" + "1" * 64)

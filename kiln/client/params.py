@@ -28,8 +28,7 @@ from kiln.errors import IntegrityError
 if TYPE_CHECKING:
     from kiln.client.sdk import Plan, _Base
 
-__all__ = ["IRPA_MAGIC", "PARAM_SCOPE", "ParamsArchive", "archive_plan", "is_archive",
-           "is_stored_blob"]
+__all__ = ["IRPA_MAGIC", "PARAM_SCOPE", "ParamsArchive", "archive_plan", "is_archive"]
 
 #: The first bytes of every ``.irpa`` (IREE's ``iree_io_parameter_archive_header_t`` magic).
 IRPA_MAGIC = b"IRPA"
@@ -39,16 +38,9 @@ PARAM_SCOPE = "model"
 
 def is_archive(head: bytes) -> bool:
     """Whether ``head`` (a file's first bytes, or all of it) starts an IREE parameter archive.
-    A cheap format check, not a validation."""
+    A cheap format check, not a validation: the client's copy of
+    ``kiln.cache.kinds.PARAMETER_ARCHIVE`` (tests/test_cache_kinds.py checks that they agree)."""
     return head[:4] == IRPA_MAGIC
-
-
-def is_stored_blob(head: bytes) -> bool:
-    """What Kiln's cache holds and copies between its tiers: an executable or a parameter
-    archive (``open_cache(accept_blob=...)``)."""
-    from kiln.client.runtime import is_executable
-
-    return is_executable(head) or is_archive(head)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

@@ -67,7 +67,8 @@ def is_executable(head: bytes) -> bool:
     """Whether ``head`` (a file's first ``EXECUTABLE_HEAD_BYTES`` bytes, or all of it) starts an
     IREE executable: the ``.vmfb`` zip wrapper whose first entry is ``module.fb``, or a bare
     (optionally size-prefixed) FlatBuffer, each with the ``IREE`` file identifier. A cheap format
-    check, not a validation: a stored blob that fails it is never served."""
+    check, not a validation. The client's copy of ``kiln.cache.kinds.EXECUTABLE`` (the light
+    client has no ``kiln.cache``); tests/test_cache_kinds.py checks that the two agree."""
     if head[:4] == b"PK\x03\x04" and len(head) >= 30:
         name_len, extra_len = struct.unpack("<HH", head[26:30])
         data = 30 + name_len + extra_len

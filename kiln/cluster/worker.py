@@ -99,7 +99,8 @@ class WorkerRuntime:
 
     def __init__(self, s: WorkerSettings) -> None:
         from kiln.cache import open_cache
-        from kiln.client.runtime import is_executable
+        from kiln.cache.kinds import is_known
+        from kiln.cache.tiered import CATCH_UP_INTERVAL
         from kiln.compiler.pipeline import Pipeline
         from kiln.compiler.workers import WorkerPool
         from kiln.provenance import Authority, split_paths
@@ -111,7 +112,8 @@ class WorkerRuntime:
         self.cache = open_cache(
             cache_dir=s.cache_dir, max_size=s.cache_max_bytes, redis_url=s.redis_url,
             s3_url=s.s3_url,
-            s3_endpoint_url=s.s3_endpoint_url, authority=authority, accept_blob=is_executable,
+            s3_endpoint_url=s.s3_endpoint_url, authority=authority, accept_blob=is_known,
+            catch_up_interval=CATCH_UP_INTERVAL,
             lease_seconds=s.lease_seconds, lease_poll_max=0.25,
         )
         from kiln.cache import default_cache_dir
@@ -174,8 +176,8 @@ class WorkerRuntime:
 
     def _until_shared(self, key: str) -> None:
         """Return once the record is in Redis, where every replica finds it. A result built
-        while Redis was down is on the local disk only; the cache copies it up when Redis
-        answers again (triggered by a cache operation, at most once a second)."""
+        while Redis was down is on the local disk only; the cache's catch-up timer copies it up
+        when Redis answers again."""
         assert self.cache.redis is not None
         rkey = f"{self.cache.redis.prefix}ac:{key}"
         deadline = time.monotonic() + self.settings.visibility
@@ -188,7 +190,6 @@ class WorkerRuntime:
             if time.monotonic() > deadline:
                 raise CacheUnavailable("the compiled executable could not be shared: Redis "
                                        "stayed unreachable")
-            self.cache.lookup(key)  # nudges the tiered cache's catch-up
             time.sleep(0.5)
 
     def _retry_redis(self, fn: Any) -> Any:

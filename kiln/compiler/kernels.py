@@ -170,7 +170,8 @@ class Translated:
 
 def pack_kernel(stub: str, binary: bytes, ext: str) -> bytes:
     """A kernel's blob: one JSON line (format, binary extension, stub length), the stub, the
-    binary."""
+    binary; ``kiln.cache.kinds.KERNEL`` recognises it (the stub starts
+    ``hal.executable private @``)."""
     stub_b = stub.encode("utf-8")
     head = json.dumps({"format": KERNEL_FORMAT, "ext": ext, "stub": len(stub_b)},
                       sort_keys=True, separators=(",", ":"))
