@@ -18,7 +18,7 @@ several apps in one process — tests — do not collide).
     kiln_tuned_serves_total                 GET /v1/tuning answers that held a choice
     kiln_tuning_gets_total                  GET /v1/tuning answers (with a choice or not)
     kiln_kernel_cache_total{kind,result}    per-kernel lookups of the kernel cache (vulkan, cuda,
-                                            rocm with KILN_KERNEL_CACHE=1): hit | miss, and
+                                            rocm where KILN_KERNEL_CACHE turns it on): hit | miss, and
                                             fallback (the kernel path failed: one whole compile)
     kiln_frontend_cache_total{result}       whole-executable misses that started from the graph's
                                             cached input phase (hit) or stored it (miss);

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     #: compile workers so that cache hits stay fast while every compile worker is busy.
     prepare_workers: int = Field(1, ge=1)
     compile_timeout: float = Field(300.0, gt=0)
+    #: The target kinds whose compiles go through the kernel cache: ``auto`` (where it was
+    #: measured to pay), ``on``, ``off`` or a list (``vulkan,rocm``); kiln/compiler/kernels.py
+    #: reads the same variable in the worker processes.
+    kernel_cache: str = "auto"
     #: Seconds a compile that failed or timed out is remembered per (graph, target, options):
     #: a repeat answers the same error without compiling; 0 = never remembered.
     failure_ttl: float = Field(600.0, ge=0)
@@ -159,6 +163,14 @@ class Settings(BaseSettings):
             from kiln.sizes import parse_size
 
             return parse_size(value)  # a ValueError becomes the field's validation error
+        return value
+
+    @field_validator("kernel_cache")
+    @classmethod
+    def _kernel_kinds(cls, value: str) -> str:
+        from kiln.compiler.kernels import kinds_setting
+
+        kinds_setting(value)  # a ValueError becomes the field's validation error
         return value
 
     @model_validator(mode="after")

@@ -177,20 +177,40 @@ def test_a_kernel_blob_round_trips_and_garbage_is_refused() -> None:
             kernels.unpack_kernel(bad)
 
 
-def test_only_gpu_and_vulkan_kinds_and_only_when_turned_on(
+def test_only_gpu_and_vulkan_kinds_and_the_ones_the_setting_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert [k for k in ("cpu", "vulkan", "cuda", "rocm", "metal") if kernels.enabled(k)] == [
-        "vulkan", "cuda", "rocm"]
-    for off in ("0", ""):
+    def on() -> list[str]:
+        return [k for k in ("cpu", "vulkan", "cuda", "rocm", "metal") if kernels.enabled(k)]
+
+    assert on() == ["vulkan", "cuda", "rocm"]  # KILN_KERNEL_CACHE=1 (the fixture)
+    for off in ("0", "", "off"):
         monkeypatch.setenv("KILN_KERNEL_CACHE", off)
-        assert not kernels.enabled("vulkan")
+        assert on() == []
+    monkeypatch.setenv("KILN_KERNEL_CACHE", "rocm, vulkan")
+    assert on() == ["vulkan", "rocm"]
     monkeypatch.setenv("KILN_KERNEL_CACHE", "1")
     # a graph with its weights inline past the bound compiles in one job
     assert kernels.enabled("vulkan", kernels.MAX_MLIR_BYTES)
     assert not kernels.enabled("vulkan", kernels.MAX_MLIR_BYTES + 1)
+    # By default (unset or auto): the kinds where it was measured to pay.
     monkeypatch.delenv("KILN_KERNEL_CACHE")
-    assert not kernels.enabled("vulkan")  # off by default
+    assert set(on()) == kernels.DEFAULT_KINDS
+    monkeypatch.setenv("KILN_KERNEL_CACHE", "auto")
+    assert set(on()) == kernels.DEFAULT_KINDS
+    # A value it cannot read: the default, and `kiln serve` refuses it (one line, exit 2).
+    monkeypatch.setenv("KILN_KERNEL_CACHE", "vulkan,metal")
+    assert set(on()) == kernels.DEFAULT_KINDS
+    with pytest.raises(ValueError, match="unknown kind metal"):
+        kernels.kinds_setting("vulkan,metal")
+    import io
+
+    from kiln.cli import main
+
+    err = io.StringIO()
+    assert main(["serve", "--port", "1"], stdout=io.StringIO(), stderr=err) == 2
+    assert err.getvalue().startswith("kiln serve: invalid settings: KILN_KERNEL_CACHE='vulkan,metal'")
+    assert "unknown kind metal" in err.getvalue() and len(err.getvalue().splitlines()) == 1
 
 
 def test_kernel_keys_change_with_target_flags_and_compiler() -> None:

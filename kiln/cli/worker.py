@@ -79,6 +79,10 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     from kiln.cluster.worker import WorkerSettings, run_worker
 
     _from_env(args)
+    from kiln.cli.errors import env_setting
+    from kiln.compiler.kernels import kinds_setting
+
+    env_setting("KILN_KERNEL_CACHE", kinds_setting, None)  # BadSetting (exit 2) before any work
 
     if not args.redis_url:
         print("kiln worker: --redis-url (or KILN_REDIS_URL) is required", file=stderr)

@@ -1,8 +1,8 @@
 """The kernel cache: GPU and Vulkan executables built from per-dispatch kernels shared across models.
 
-With ``KILN_KERNEL_CACHE=1``, a whole-executable miss (``Pipeline.compile_prepared``) on a
-``vulkan``, ``cuda`` or ``rocm`` target runs as worker jobs of three kinds instead of one
-``CompileJob``:
+Where the kernel cache is on (``enabled``: by default for ``rocm``; ``KILN_KERNEL_CACHE`` names
+the kinds), a whole-executable miss (``Pipeline.compile_prepared``) on a ``vulkan``, ``cuda`` or
+``rocm`` target runs as worker jobs of three kinds instead of one ``CompileJob``:
 
 All three compile with ``kernel_flags``: IREE's binding fusion off, so a kernel does not hold
 the constant buffer offsets of the place it is called from.
@@ -31,7 +31,7 @@ whole compile's as before: the kernel cache only makes a miss cheaper.
 
 Not used: on ``cpu`` (IREE 3.13 segfaults in ``LLVMCPUTargetBackend::serializeExecutable`` on
 substituted executables), with Kiln's linalg rewrites (a staged compile), without a cache, or
-without ``KILN_KERNEL_CACHE=1`` (off by default, see ``enabled``). Failure semantics: any failure
+for a kind ``KILN_KERNEL_CACHE`` leaves out (``enabled``). Failure semantics: any failure
 of the kernel path other than a timeout or a full queue (a bad stored kernel, a substitution the
 compiler refuses, a worker crash) falls back to the one-job compile, counted as ``fallback``;
 kernel lookups and stores that fail are misses and skipped writes, as for executables.
@@ -40,6 +40,7 @@ kernel lookups and stores that fail are misses and skipped writes, as for execut
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import hashlib
 import json
@@ -112,15 +113,54 @@ _MAX_ALIGNMENT = 64
 _ALIGNMENT_RE = re.compile(r"\balignment\(([0-9]+)\)")
 
 
+#: The kinds the kernel cache is on for when ``KILN_KERNEL_CACHE`` is unset or ``auto``: where a
+#: compile whose kernels are all new costs at most 1.05x one job and a model whose sibling was
+#: compiled before costs at most 0.5x (docs/caching.md, "Kernel cache": the table).
+DEFAULT_KINDS = frozenset({"rocm"})
+_ON = ("1", "true", "yes", "on", "all")
+_OFF = ("0", "false", "no", "off", "none", "")
+
+
+def kinds_setting(value: str | None) -> frozenset[str]:
+    """The kinds ``KILN_KERNEL_CACHE=value`` turns the kernel cache on for: unset or ``auto``,
+    ``DEFAULT_KINDS``; ``1``/``on``/``all``, every kind of ``KERNEL_KINDS``; ``0``/``off``, none;
+    else a comma-separated list of kinds (``vulkan,rocm``). ValueError for anything else."""
+    text = (value if value is not None else "auto").strip().lower()
+    if text == "auto":
+        return DEFAULT_KINDS
+    if text in _ON:
+        return KERNEL_KINDS
+    if text in _OFF:
+        return frozenset()
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    unknown = kinds - KERNEL_KINDS
+    if unknown:
+        raise ValueError(
+            f"unknown kind {', '.join(sorted(unknown))}: use auto, on, off or a comma-separated "
+            f"list of {', '.join(sorted(KERNEL_KINDS))}")
+    return kinds
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning("%s", message)
+
+
 def enabled(kind: str, mlir_bytes: int = 0) -> bool:
     """Whether a compile for ``kind`` of a graph whose canonical MLIR is ``mlir_bytes`` long uses
-    the kernel cache: ``KILN_KERNEL_CACHE=1``, a GPU or Vulkan kind, and at most
-    ``MAX_MLIR_BYTES`` of MLIR. Off by default: a compile whose kernels are all new costs more
-    than one job, and the executable's bytes differ from a one-job compile's (docs/caching.md,
-    "Kernel cache")."""
+    the kernel cache: ``kind`` among the kinds of ``KILN_KERNEL_CACHE`` (``kinds_setting``; by
+    default ``DEFAULT_KINDS``, where it pays) and at most ``MAX_MLIR_BYTES`` of MLIR. A value
+    ``kinds_setting`` refuses is warned about once and taken as ``auto`` (``kiln serve`` and
+    ``kiln worker`` refuse it at start)."""
     if kind not in KERNEL_KINDS or mlir_bytes > MAX_MLIR_BYTES:
         return False
-    return os.environ.get("KILN_KERNEL_CACHE", "0").strip().lower() in ("1", "true", "yes", "on")
+    value = os.environ.get("KILN_KERNEL_CACHE")
+    try:
+        on = kinds_setting(value)
+    except ValueError as exc:
+        _warn_once(f"KILN_KERNEL_CACHE={value!r}: {exc}; using auto")
+        on = DEFAULT_KINDS
+    return kind in on
 
 
 # -- what the jobs return -----------------------------------------------------------------------

@@ -84,6 +84,8 @@ appears in the pod spec.
 {{- end }}
 - name: KILN_COMPILE_TIMEOUT
   value: {{ .Values.compileTimeout | quote }}
+- name: KILN_KERNEL_CACHE
+  value: {{ .Values.kernelCache | default "auto" | quote }}
 - name: KILN_VISIBILITY_TIMEOUT
   value: {{ .Values.visibilityTimeout | default (add (mul 3 .Values.compileTimeout) 60) | quote }}
 - name: KILN_SIGNING_KEY_FILE
