@@ -14,8 +14,8 @@ both and the median of the per-round ratios (docs/performance.md, "One layer sha
 
 ``--threads N`` runs both engines on N threads (onnxruntime's intra-op threads, IREE's task
 workers ``--task_topology_max_group_count=N``); by default onnxruntime gets 2 and IREE its own
-topology (one worker per core). The sixth pass used ``--threads 1`` to separate the kernels
-from their scaling (docs/performance.md).
+topology (one worker per core); ``--threads 1`` separates the kernels from their scaling
+(docs/performance.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kiln's CUDA executables against PyTorch eager on the same GPU (the issue 7 H200 check).
+"""Kiln's CUDA executables against PyTorch eager on the same GPU (an H200 check).
 
 Two steps, because the GPU machine has PyTorch but no IREE compiler (and cannot fetch one):
 

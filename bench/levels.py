@@ -7,8 +7,7 @@ rewrites differ from another's for the graph (``--presets``), onnxruntime (CPU p
 ``intra_op_num_threads=2``) and, for convolutional graphs, ``raw-im2col``: the ONNX file imported by
 ``iree-import-onnx`` and compiled by the raw ``iree-compile`` with the target's flags plus
 ``--iree-global-opt-use-im2col-for-convs --iree-opt-level=O3 --iree-opt-data-tiling
---iree-llvmcpu-enable-ukernels=all`` (the best plain-IREE set for a CNN, the yardstick of
-issue 16). All of a (model, level)'s executables run in one process, in blocks alternated as in
+--iree-llvmcpu-enable-ukernels=all`` (the best plain-IREE set for a CNN, the yardstick). All of a (model, level)'s executables run in one process, in blocks alternated as in
 ``bench/executables.py`` (``alternate``: a pause, one untimed call, ``--block`` timed calls; the
 order rotates each round), so a busy shared machine slows all alike. Reported per (model,
 level): median ms of each config, and the medians of the per-round ratios default/baseline and

@@ -1,4 +1,4 @@
-"""Winograd F(2x2, 3x3) against direct convolution, one layer shape at a time (sixth pass).
+"""Winograd F(2x2, 3x3) against direct convolution, one layer shape at a time.
 
 The same chains as ``bench/conv_chain.py`` (N layers of 3x3 convolution + bias -> ReLU, then a
 global average pool), once as written (Kiln compiles them with its CNN default: channels-last,

@@ -9,7 +9,7 @@ What the digest covers and what it does not is written down in docs/caching.md.
 
 The canonical text prints every use of a constant in full: an attribute alias
 (``#big = dense<[10000 floats]>``) used 2,500 times is a 300 KB request and a 200 MB canonical
-form (issue 21: +1.3 GB of daemon memory). ``check_expansion`` refuses such a graph *before* it is
+form (+1.3 GB of daemon memory). ``check_expansion`` refuses such a graph *before* it is
 printed, from the sizes of the inline constants (``inline_constant_bytes``), and again after, from
 the text's length: the canonical form may be at most ``CANONICAL_RATIO`` times the request plus
 ``CANONICAL_FLOOR`` bytes, and never more than ``MAX_CANONICAL_BYTES`` (environment

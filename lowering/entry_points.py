@@ -59,7 +59,7 @@ def _element_ok(t: ir.Type) -> bool:
     if isinstance(t, ir.IntegerType):
         # Signless only: IREE's StableHLO/TOSA input conversion rewrites unsigned and signed
         # element types to signless after the stubs are written, and a ``hal.tensor.import`` of
-        # ``tensor<...xui16>`` then fails to legalize (issue 16: 20 of StableHLO's testdata).
+        # ``tensor<...xui16>`` then fails to legalize (20 of StableHLO's testdata).
         return t.is_signless and t.width in (8, 16, 32, 64)
     return isinstance(t, (ir.F16Type, ir.BF16Type, ir.F32Type))
 

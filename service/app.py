@@ -62,8 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "/readyz and the status page (/, /login) needs `Authorization: Bearer <token>`."
         ),
         lifespan=lifespan,
-        # No 307 to a path's slashed twin: Starlette builds that Location from the Host header
-        # (issue 21). An unknown path is 404 ``not_found`` like any other.
+        # No 307 to a path's slashed twin: Starlette builds that Location from the Host header.
+        # An unknown path is 404 ``not_found`` like any other.
         redirect_slashes=False,
         # Served by install_openapi: Swagger UI from local files, no CDN; no ReDoc.
         openapi_url=None,

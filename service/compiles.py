@@ -113,7 +113,7 @@ class CompileService:
         self.retry_after = retry_after
         self.memo_entries = memo_entries
         self._memo: OrderedDict[str, _Memo] = OrderedDict()
-        # Canonical texts held while their compiles run: bounded in total (issue 21).
+        # Canonical texts held while their compiles run: bounded in total.
         self.prepared = ByteBudget(
             max_prepared_bytes, retry_after=retry_after,
             what="prepared graphs held in memory", setting="max_prepared_bytes_in_flight",

@@ -163,7 +163,7 @@ def test_unreachable_redis_raises_cache_unavailable_from_the_backend(tmp_path: P
 def test_entries_made_during_an_outage_reach_redis_afterwards(
     redis_server: Any, tmp_path: Path
 ) -> None:
-    # Issue 21: during Redis's back-off new entries went to the local tier only, for ever.
+    # During Redis's back-off new entries go to the local tier first, and reach Redis after.
     with open_cache(cache_dir=tmp_path / "a", redis_url=redis_server.url,
                     redis_retry_interval=0.05) as a:
         redis_server.kill()

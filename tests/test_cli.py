@@ -99,7 +99,7 @@ def test_onnx_with_external_weights_beside_it_compiles(tmp_path: Path) -> None:
 
 
 def test_option_prefixes_are_not_expanded(capsys: pytest.CaptureFixture[str]) -> None:
-    # A prefix never stands for a longer option (issue 17: `--compile remote` was once read as
+    # A prefix never stands for a longer option (`--compile remote` was once read as
     # `--compile-timeout remote`).
     code, _, _ = run("serve", "--compile-t", "5")  # a prefix of --compile-timeout
     assert code == 2 and "unrecognized arguments: --compile-t 5" in capsys.readouterr().err

@@ -403,7 +403,7 @@ def test_keda_watches_the_list_where_celery_keeps_a_waiting_compile(
 ) -> None:
     """A compile job sent the way an API replica sends it (kiln.cluster.queue's Celery app) waits
     in exactly the Redis list the ScaledObject's trigger for that kind counts."""
-    queue = pytest.importorskip("kiln.cluster.queue", reason="cluster mode (issue 19, item 2)")
+    queue = pytest.importorskip("kiln.cluster.queue", reason="cluster mode")
     import redis
 
     from kiln.cluster.types import queues_for
@@ -443,7 +443,7 @@ def test_every_kiln_variable_the_chart_sets_is_one_kiln_reads(
 
     worker_src = [REPO / "kiln" / "cli" / "worker.py", REPO / "kiln" / "cluster" / "worker.py"]
     if not all(f.exists() for f in worker_src):
-        pytest.skip("cluster mode (issue 19, item 2) is not in this checkout")
+        pytest.skip("cluster mode is not in this checkout")
     serve = {"KILN_" + name.upper() for name in Settings.model_fields}
     worker = {v for f in worker_src for v in re.findall(r'"(KILN_[A-Z0-9_]+)"', f.read_text())}
     for docs in rendered.values():
@@ -604,7 +604,7 @@ def test_the_image_installs_what_kiln_worker_needs() -> None:
     import tomllib
 
     if not (REPO / "kiln" / "cluster" / "queue.py").exists():
-        pytest.skip("cluster mode (issue 19, item 2) is not in this checkout")
+        pytest.skip("cluster mode is not in this checkout")
     docker = (REPO / "Dockerfile").read_text()
     (extras,) = re.findall(r"KILN_EXTRAS=(\S+)", docker)
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -647,7 +647,7 @@ def test_every_kiln_command_in_the_chart_and_compose_parses(
     from kiln.cli import COMMANDS, build_parser
 
     if "worker" not in COMMANDS:
-        pytest.skip("kiln worker (cluster mode, issue 19 item 2) is not in this checkout")
+        pytest.skip("kiln worker (cluster mode) is not in this checkout")
     parser = build_parser()
     for cmd in _commands(rendered, compose):
         assert cmd[0] == "kiln"

@@ -230,7 +230,7 @@ def test_odd_returns_answer_through_both_forms(pipeline: Pipeline) -> None:
         assert float(mod.scalar(1.5, 2.0)) == 3.5
 
 
-# Unsigned tensors through StableHLO (issue 16): IREE's input conversion makes them signless
+# Unsigned tensors through StableHLO: IREE's input conversion makes them signless
 # after the stubs would be written, so these functions keep their one export and must compile
 # and wrap around as unsigned integers do.
 UNSIGNED = "\n".join(

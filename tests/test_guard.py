@@ -2,7 +2,7 @@
 transformer, for AVX2 and this machine's own CPU, every preset's executable agrees with
 onnxruntime, and Kiln's default is not off a cliff: neither 1.5x IREE's plain defaults nor 2x
 the fastest allow-listed preset, beyond the noise the run itself measures (an A/A pair of the
-same executable). Issue 16's finer bar (1.0x / 1.1x) is reported in the table (``MISS``), which
+same executable). The finer bar (1.0x / 1.1x) is reported in the table (``MISS``), which
 is printed whether the test passes or not."""
 
 from __future__ import annotations

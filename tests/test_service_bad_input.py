@@ -45,7 +45,7 @@ def _files(root: Path, cache: Path) -> set[str]:
 
 
 def _amplified(uses: int = 2500, n: int = 10000) -> str:
-    """Issue 21's probe: a 10,000-float attribute alias used ``uses`` times (~0.2 MB of request,
+    """A stranger's probe: a 10,000-float attribute alias used ``uses`` times (~0.2 MB of request,
     ~200 MB printed in full)."""
     vals = ",".join(f"{i % 97}.5" for i in range(n))
     body = "".join(f"  %c{i} = arith.constant #big\n" for i in range(uses))
@@ -197,7 +197,7 @@ def test_an_amplified_graph_is_refused_fast_and_small(srv: KilnServer) -> None:
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:500]
     assert r.json()["error"]["detail"]["canonical_bytes"] > r.json()["error"]["detail"]["limit"]
     assert took < 60
-    assert _rss_tree(srv.proc.pid) - before < 512 << 20  # issue 21: +1.0-1.3 GB before
+    assert _rss_tree(srv.proc.pid) - before < 512 << 20  # +1.0-1.3 GB when it was expanded
     assert srv.healthy()
 
 

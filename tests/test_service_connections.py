@@ -74,7 +74,7 @@ def test_a_stalled_body_is_cut_off_with_408(srv: KilnServer) -> None:
 
 
 def test_a_crowd_of_half_open_connections_does_not_starve_others(srv: KilnServer) -> None:
-    # The probe of issue 21: 300 half-sent requests against a 256-descriptor server.
+    # The probe: 300 half-sent requests against a 256-descriptor server.
     subprocess.run(["prlimit", f"--pid={srv.proc.pid}", "--nofile=256:256"], check=True)
     crowd = []
     try:

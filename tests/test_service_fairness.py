@@ -1,6 +1,6 @@
 """Fair compile queueing between clients, against a real one-worker server: a client's
 three-target compile of a costly graph no longer holds another client's tiny compile behind all
-three (issue 21: it waited 103 s), and one client cannot fill the whole queue."""
+three (it once waited 103 s), and one client cannot fill the whole queue."""
 
 from __future__ import annotations
 

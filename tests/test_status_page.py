@@ -100,7 +100,7 @@ def test_the_page_lists_the_compiles_and_agrees_with_metrics(srv: KilnServer) ->
 def test_kernel_cache_hits_and_tuned_answers_show_as_shares(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Issue 22: kernel hits and misses reach /metrics, and the page shows their share and the
+    """Kernel hits and misses reach /metrics, and the page shows their share and the
     share of GET /v1/tuning answers that held a choice ("—" before there is any)."""
     with kiln_server(tmp_path_factory, workers=1, kernel_cache=1, access_log="false") as s:
         c = s.client()

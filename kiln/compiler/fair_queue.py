@@ -2,7 +2,7 @@
 
 With one FIFO for everybody, a client that sends a three-target compile of a costly graph puts
 three long jobs ahead of everyone else's; on a one-worker server another client's tiny compile
-waited 103 s (issue 21). Here each client (a *tenant*: the service names it from the bearer
+waited 103 s. Here each client (a *tenant*: the service names it from the bearer
 token, or the peer address when auth is off) has its own FIFO, and a free worker takes the
 oldest job of the tenant served least recently; a tenant that had nothing queued counts as never
 served, so a newcomer's job runs next, before a backlog's second job. One tenant alone gets plain
