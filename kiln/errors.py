@@ -68,7 +68,8 @@ class Diagnostic:
     def __str__(self) -> str:
         where = ""
         if self.file is not None:
-            where = f"{self.file}:{self.line or 0}:{self.col or 0}: "
+            col = "" if self.col is None else f":{self.col}"
+            where = f"{self.file}:{self.line or 0}{col}: "
         return f"{where}{self.severity}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:
@@ -91,7 +92,10 @@ class KilnError(Exception):
         self.detail = detail
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "detail": self.detail}
+        """The error as it leaves this process: server paths redacted (``kiln.redact``)."""
+        from kiln.redact import redact
+
+        return {"code": self.code, "message": redact(self.message), "detail": redact(self.detail)}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Errors cross process boundaries (worker -> caller) with all their fields.

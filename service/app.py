@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio.to_thread
 from fastapi import FastAPI
 
 from kiln import __version__
+from kiln.cache import default_cache_dir
 
 from .auth import TokenAuth
 from .errors import install_error_handlers
@@ -70,7 +72,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    install_error_handlers(app)
+    install_error_handlers(app, private_paths=[
+        settings.cache_dir if settings.cache_dir is not None else default_cache_dir(), Path.home()])
     app.include_router(router)
     page = install_status(app, auth=auth)
     docs = install_openapi(app, auth=auth.enabled)

@@ -10,12 +10,18 @@ Every route answers errors in this envelope, whatever raised them:
   ``invalid_request`` with ``Allow``, anything else → its status with ``invalid_request``;
 * anything unexpected → 500 ``internal`` with a generic message; the traceback goes to the log,
   never to the client.
+
+Every envelope's ``message`` and ``detail`` pass through ``kiln.redact.redact``: no path of the
+server's install, source tree, cache or temporary directories reaches a client (a path under
+one becomes its file name, so a compiler's ``input.mlir:3:5`` stays readable).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -26,6 +32,7 @@ from starlette.responses import Response
 from starlette.types import Scope, Send
 
 from kiln.errors import KilnError, Overloaded, Unauthorized
+from kiln.redact import add_private_path, redact
 
 __all__ = [
     "CODE_KEY",
@@ -131,7 +138,7 @@ def error_headers(exc: KilnError) -> dict[str, str]:
 
 
 def _body(code: str, message: str, detail: Any) -> bytes:
-    env = {"error": {"code": code, "message": message, "detail": detail}}
+    env = {"error": {"code": code, "message": redact(message), "detail": redact(detail)}}
     return json.dumps(env, separators=(",", ":"), default=str).encode()
 
 
@@ -162,7 +169,12 @@ def internal_error() -> KilnError:
     return KilnError("internal server error; the request id in X-Request-ID locates it in the log")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, *, private_paths: Sequence[str | Path] = ()) -> None:
+    """The envelope for every error of ``app``; ``private_paths`` (the cache directory, the home
+    directory) join the directories no error may name (module docstring)."""
+    for path in private_paths:
+        add_private_path(path)
+
     @app.exception_handler(KilnError)
     async def _kiln(request: Request, exc: KilnError) -> Response:
         note_code(request.scope, exc.code)

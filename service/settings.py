@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     max_prepared_bytes_in_flight: int = Field(1 << 30, ge=1024)
     #: Seconds a client has to send a request line and headers (service/connections.py).
     header_timeout: float = Field(10.0, ge=0)
+    #: Bytes of one request's request line and headers; past it: 431 ``too_large``, the
+    #: connection closed before the rest is read (service/connections.py).
+    max_header_bytes: int = Field(64 << 10, ge=1024)
+    #: Header fields in one request; past it: 431 ``too_large``.
+    max_header_count: int = Field(100, ge=1)
     #: Longest silence, in seconds, while a request body streams in.
     body_timeout: float = Field(30.0, ge=0)
     #: Open connections one client address may hold per HTTP worker; 0 = no cap.

@@ -33,6 +33,8 @@ _FLAGS: dict[str, str] = {
     "max_request_bytes": "KILN_MAX_REQUEST_BYTES",
     "header_timeout": "KILN_HEADER_TIMEOUT",
     "body_timeout": "KILN_BODY_TIMEOUT",
+    "max_header_bytes": "KILN_MAX_HEADER_BYTES",
+    "max_header_count": "KILN_MAX_HEADER_COUNT",
     "max_connections_per_client": "KILN_MAX_CONNECTIONS_PER_CLIENT",
     "max_queue": "KILN_MAX_QUEUE",
     "tokens_file": "KILN_TOKENS_FILE",
@@ -69,6 +71,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help="seconds to send a request's headers, else 408 (KILN_HEADER_TIMEOUT, default 10)")
     a("--body-timeout", type=float,
       help="longest silence while a body streams in, s (KILN_BODY_TIMEOUT, default 30)")
+    a("--max-header-bytes", type=_size,
+      help="request line and headers, bytes, else 431 (KILN_MAX_HEADER_BYTES, default 64K)")
+    a("--max-header-count", type=int,
+      help="header fields per request, else 431 (KILN_MAX_HEADER_COUNT, default 100)")
     a("--max-connections-per-client", type=int,
       help="open connections per client address, 0 = no cap (KILN_MAX_CONNECTIONS_PER_CLIENT)")
     a("--max-queue", type=int, help="compile jobs that may wait for a worker (KILN_MAX_QUEUE)")
@@ -187,7 +193,8 @@ def serve(settings: Any) -> int:
     configure_logging(settings.log_level)
     _raise_fd_limit()
     common: dict[str, Any] = {
-        "http": GuardedHttpProtocol,  # header/body read timeouts, per-client connection cap
+        # header/body read timeouts, header size and count caps, per-client connection cap
+        "http": GuardedHttpProtocol,
         "host": settings.host,
         "port": settings.port,
         "log_config": None,

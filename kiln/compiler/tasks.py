@@ -23,8 +23,21 @@ from kiln.errors import CompileError, CompileFailure, CompileTimeout, Diagnostic
 # The compiler embeds the input buffer's name; a constant keeps the output bytes identical run to
 # run (and equal between the in-process and the CLI engine).
 SOURCE_NAME = "input.mlir"
+#: A diagnostic's first line: ``LOC: severity: message``, LOC being ``file:line:col``, ``file:line``
+#: (``<unknown>:0``) or nothing. Other lines (the source line, the caret, an op dump) continue the
+#: diagnostic above them.
 _DIAG_RE = re.compile(
-    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$"
+    r"(?:(?P<file>[^\s:][^:\n]*?):(?P<line>\d+)(?::(?P<col>\d+))?: )?"
+    r"(?P<sev>error|warning|note|remark): (?P<msg>.*)$"
+)
+#: Bounds of a failure message: the error line, then at most this many of its notes, each cut.
+_MESSAGE_NOTES = 3
+_LINE_CHARS = 400
+#: What a diagnostic that names the compiler's internals means for the graph that caused it.
+_HINTS = (
+    ("'vm.import' op must reference a function in a module",
+     "hint: the graph calls a function it declares without a body; nothing is linked in, "
+     "so every called function must be defined in the graph"),
 )
 
 STDERR_PATH: str | None = None  # set by the worker process at start (kiln.compiler.workers)
@@ -296,32 +309,53 @@ def _with_module_attr(mlir: str, module_attr: str) -> str:
 
 
 def parse_diagnostics(stderr: str) -> list[Diagnostic]:
+    """The diagnostics in a compiler's stderr, in the order printed (an error, then its notes).
+
+    A line that starts a diagnostic (``_DIAG_RE``, or ``LLVM ERROR: ...``) opens one; the lines
+    after it (source excerpt, caret, a multi-line op dump) belong to it: an indented line is never
+    taken for another diagnostic."""
     out: list[Diagnostic] = []
-    for line in stderr.splitlines():
-        m = _DIAG_RE.match(line.strip())
-        if m:
-            out.append(
-                Diagnostic(
-                    message=m.group("msg"),
-                    severity=m.group("sev"),
-                    file=m.group("file"),
-                    line=int(m.group("line")),
-                    col=int(m.group("col")),
-                )
-            )
-        elif line.startswith(("LLVM ERROR:", "error:")):
+    for raw in stderr.splitlines():
+        line = raw.strip()
+        if line.startswith("LLVM ERROR:"):
             out.append(Diagnostic(message=line.split(":", 1)[1].strip()))
+            continue
+        m = _DIAG_RE.match(line) if raw[:1] not in (" ", "\t") else None
+        if m is None:
+            continue
+        out.append(
+            Diagnostic(
+                message=m.group("msg").strip(),
+                severity=m.group("sev"),
+                file=m.group("file"),
+                line=int(m.group("line")) if m.group("line") else None,
+                col=int(m.group("col")) if m.group("col") else None,
+            )
+        )
     return out
 
 
+def _cut(text: str, limit: int = _LINE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _failure_message(stderr: str, diags: list[Diagnostic]) -> str:
-    errors = [d for d in diags if d.severity == "error"]
-    if errors:
-        return f"compilation failed: {errors[0].message}"
+    """The first error line, location included, then up to ``_MESSAGE_NOTES`` of the notes printed
+    right after it (one line each, cut to ``_LINE_CHARS``); the full text is in ``detail``."""
+    first = next((i for i, d in enumerate(diags) if d.severity == "error"), None)
+    if first is not None:
+        lines = [_cut(str(diags[first]))]
+        for d in diags[first + 1 :]:
+            if d.severity != "note" or len(lines) > _MESSAGE_NOTES:
+                break
+            if not d.message.endswith(":"):  # an op dump on the lines below: in detail only
+                lines.append(_cut(str(d)))
+        hint = next((h for m, h in _HINTS if m in diags[first].message), None)
+        return "\n".join(lines + ([hint] if hint else []))
     if any(m in stderr for m in ("out of memory", "bad_alloc", "pthread_create failed")):
         return "the compiler ran out of memory (worker memory cap)"
     tail = stderr.strip().splitlines()[-1:] if stderr.strip() else []
-    return "compilation failed" + (f": {tail[0][:300]}" if tail else "")
+    return "compilation failed" + (f": {_cut(tail[0], 300)}" if tail else "")
 
 
 def compile_module(
@@ -475,10 +509,16 @@ def _compile_session(
                 ok = invocations[-1].execute()
             data = b""
             if ok:
+                # Serializing runs verifiers of its own (a call to a function declared without a
+                # body fails here): its diagnostics are in the capture like any pass's.
                 out = Output.open_membuffer()
-                invocations[-1].output_vm_bytecode(out)
-                data = bytes(out.map_memory())
-                out.close()
+                try:
+                    invocations[-1].output_vm_bytecode(out)
+                    data = bytes(out.map_memory())
+                except ValueError:
+                    ok = False
+                finally:
+                    out.close()
         finally:
             module = None  # an exported module must go before its context does
             for each in reversed(invocations):

@@ -325,7 +325,7 @@ class _Slot:
                     "remembered as this graph's failure)")
         else:
             hint = " (a compiler crash: this input or target hits a compiler bug)"
-        first = next((d.message for d in diags if d.severity == "error"), None)
+        first = next((str(d) for d in diags if d.severity == "error"), None)
         return CompileError(
             f"the compiler process {what}{hint} while running {job.job.name}"
             + (f": {first}" if first else ""),
