@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any, TextIO
 
 from kiln.cli.errors import env_setting
@@ -98,6 +99,12 @@ def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     extra: dict[str, Any] = {}
     if args.name:
         extra["name"] = args.name
+    # Errors this worker sends back through Redis name none of its own directories.
+    from kiln.cache.disk import default_cache_dir
+    from kiln.redact import add_private_path
+
+    add_private_path(args.cache_dir or default_cache_dir())
+    add_private_path(Path.home())
     settings = WorkerSettings(
         redis_url=args.redis_url, queues=args.queues, concurrency=args.concurrency,
         cache_dir=args.cache_dir, cache_max_bytes=args.cache_max_bytes, s3_url=args.s3_url,
