@@ -1,4 +1,4 @@
-// One 3x3 convolution layer on one core, written by hand in IREE's data-tiled layout (sixth pass).
+// One 3x3 convolution layer on one core, written by hand in IREE's data-tiled layout.
 //
 // The question: is IREE 3.13's register blocking for a data-tiled 3x3 convolution (a vector tile
 // of 16 output columns x 16 output channels, the input channel blocks, kh and kw reduced around
@@ -15,7 +15,7 @@
 //
 //     gcc -O3 -march=native bench/conv_kernel.c -o /tmp/conv_kernel && /tmp/conv_kernel
 //
-// Needs an x86-64 CPU with AVX-512F. Figures and what they say: docs/performance.md, "Sixth pass".
+// Needs an x86-64 CPU with AVX-512F. Figures and what they say: docs/performance.md, "One layer shape at a time".
 #include <immintrin.h>
 #include <math.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@ for this machine's CPU, then
   median kernel time, their sum, and the call's wall time.
 
 The two lists do not pair up by name (a dispatch fuses several nodes; IREE names dispatches by
-their root op and shape), but by shape they do: docs/performance.md ("What changed in the third
-pass") reads them side by side. Both profilers cost a little (onnxruntime's ~15 % on MobileNet,
+their root op and shape), but by shape they do: docs/performance.md ("Per layer against
+onnxruntime") reads them side by side. Both profilers cost a little (onnxruntime's ~15 % on MobileNet,
 IREE's host-execution mode ~0), so compare sums with sums.
 
     .venv/bin/python bench/layers.py [--models resnet18,mobilenet] [--top 25] [--calls 20]

@@ -1,4 +1,4 @@
-"""MLIR inputs: the polling wait that ``f$async`` gives them, against the blocking call (seventh pass).
+"""MLIR inputs: the polling wait that ``f$async`` gives them, against the blocking call.
 
 Each reference model (bench/models.py) is imported from ONNX and lowered to linalg on tensors
 by torch-mlir's own pipelines (``torch-onnx-to-torch-backend-pipeline``,

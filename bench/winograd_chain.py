@@ -13,7 +13,7 @@ and the median of the per-round ratios to onnxruntime, and each output's error a
 
     .venv/bin/python bench/winograd_chain.py [--layers 8] [--repeats 12] [--shapes 56x64,28x128]
 
-Findings are in docs/performance.md ("Sixth pass").
+Findings are in docs/performance.md ("What was tried").
 """
 
 from __future__ import annotations
