@@ -31,14 +31,18 @@ several apps in one process — tests — do not collide).
 With several HTTP workers each process has its own registry; ``/metrics`` shows the process that
 answered (label ``pid`` on ``kiln_process_info`` says which). Every hook here is non-blocking and
 never raises. The same hooks feed ``activity``, the status page's per-minute counts and recent
-compiles (service/status.py).
+compiles (``Activity``, at the end of this module; service/status.py renders it).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -46,12 +50,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kiln.compiler.kernels import KERNEL_KINDS
 
-from .status import Activity
-
 if TYPE_CHECKING:
     from kiln.compiler.pipeline import CompileResult
 
-__all__ = ["CONTENT_TYPE_LATEST", "IDLE_RESULTS", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "IDLE_RESULTS", "Activity", "Answer", "Metrics", "Minute"]
 
 IDLE_RESULTS = ("tuned", "skipped", "failed", "preempted")
 
@@ -200,3 +202,94 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# -- the status page's model: the last hour per minute, the last answers ----------
+
+
+@dataclass
+class Minute:
+    """Counts of one wall-clock minute (``start``: epoch seconds // 60)."""
+
+    start: int
+    compiles: int = 0  # compiler runs that succeeded
+    failed: int = 0  # compiler runs that failed or timed out
+    hits: int = 0
+    misses: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One target of one answered compile. ``outcome``: ``ok`` or the error's code."""
+
+    at: float  # epoch seconds
+    target: str
+    outcome: str
+    cached: bool
+    compile_seconds: float | None  # None when nothing was compiled for it
+    answer_seconds: float  # the whole compile_graph call (all its targets, in parallel)
+    graph_digest: str
+    message: str = ""
+
+
+class Activity:
+    """Per-minute counts of the last ``minutes`` minutes and the last ``recent`` answers.
+    Thread-safe (fed from the pipeline's threads); every method is O(1) but ``series``."""
+
+    def __init__(self, *, minutes: int = 60, recent: int = 50,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.minutes = minutes
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ring: deque[Minute] = deque(maxlen=minutes)
+        self._recent: deque[Answer] = deque(maxlen=recent)
+
+    def _now(self) -> Minute:
+        m = int(self._clock() // 60)
+        if not self._ring or self._ring[-1].start < m:
+            self._ring.append(Minute(m))
+        return self._ring[-1]  # a clock stepped back counts into the newest minute
+
+    def compiled(self, outcome: str) -> None:
+        """A compiler run ended: ``ok``, ``error`` or ``timeout``."""
+        with self._lock:
+            bucket = self._now()
+            if outcome == "ok":
+                bucket.compiles += 1
+            else:
+                bucket.failed += 1
+
+    def looked_up(self, result: str) -> None:
+        """A cache lookup: ``hit`` or ``miss``."""
+        with self._lock:
+            bucket = self._now()
+            if result == "hit":
+                bucket.hits += 1
+            else:
+                bucket.misses += 1
+
+    def answered(self, result: CompileResult, seconds: float) -> None:
+        now = self._clock()
+        rows = [
+            Answer(now, a.target, "ok", a.cached, None if a.cached else a.compile_seconds,
+                   seconds, result.graph_digest)
+            for a in result.artifacts
+        ] + [
+            Answer(now, e.target, e.error.code, False, None, seconds, result.graph_digest,
+                   e.error.message[:300])
+            for e in result.errors
+        ]
+        with self._lock:
+            self._recent.extend(rows)
+
+    def series(self) -> list[Minute]:
+        """The last ``minutes`` minutes, oldest first, empty minutes included."""
+        now = int(self._clock() // 60)
+        with self._lock:
+            seen = {m.start: Minute(**m.__dict__) for m in self._ring}
+        return [seen.get(m, Minute(m)) for m in range(now - self.minutes + 1, now + 1)]
+
+    def recent(self) -> list[Answer]:
+        """Newest first."""
+        with self._lock:
+            return list(reversed(self._recent))

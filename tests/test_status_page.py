@@ -23,7 +23,9 @@ import pytest
 
 from kiln.compiler.pipeline import CompileResult, TargetError
 from kiln.errors import CompileError
-from kiln.service.status import Activity, Answer, Sessions, _cluster, _recent, cluster_view
+from kiln.service.metrics import Activity, Answer
+from kiln.service.sessions import Sessions
+from kiln.service.status import _cluster, _recent, cluster_view
 from tests.conftest_redis import RedisServer
 from tests.graphs import LINALG
 from tests.server import REPO, KilnServer, kiln_server
