@@ -226,9 +226,9 @@ def _render(svc: Service, disk: _DiskStats, *, signed: bool) -> str:
         _tile("compiles-ok", _num(ok), "compiles ok", "ok"),
         _tile("compiles-error", _num(err), "compile errors", "bad" if err else ""),
         _tile("compiles-timeout", _num(timeout), "timeouts", "bad" if timeout else ""),
-        _tile("cache-hits", _num(hits), "cache hits"),
-        _tile("cache-misses", _num(misses), "cache misses"),
-        _tile("hit-rate", rate, "hit rate"),
+        _tile("cache-hits", _num(hits), "cache hits since start"),
+        _tile("cache-misses", _num(misses), "cache misses since start"),
+        _tile("hit-rate", rate, "hit rate since start"),
         _tile("queue-depth", _num(queue), "compile queue"),
         _tile("in-flight", _num(in_flight), "compiling now"),
         _tile("prepare-queue", _num(prepare), "prepare queue"),
@@ -334,9 +334,12 @@ def _recent(rows: Iterable[Answer]) -> str:
         )
     if not body:
         body.append('<tr><td colspan="8" class="muted">no compiles yet</td></tr>')
-    return ('<section class="wide"><h2>Recent compiles</h2><table id="recent"><tr><th>time '
-            "(UTC)</th><th>target</th><th>outcome</th><th>cached</th><th>compile s</th>"
-            "<th>answer s</th><th>graph</th><th>error</th></tr>" + "".join(body)
+    return ('<section class="wide"><h2>Recent compiles</h2><p class="muted" id="recent-note">'
+            "The last 50 targets answered. The tiles above count every cache lookup since the "
+            "process started, repeats answered from memory included; those are not listed."
+            '</p><table id="recent"><tr><th>time (UTC)</th><th>target</th><th>outcome</th>'
+            "<th>cached</th><th>compile s</th><th>answer s</th><th>graph</th><th>error</th></tr>"
+            + "".join(body)
             + "</table></section>")
 
 
