@@ -630,7 +630,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in [
     Spec("swin_tiny", "transformers", "SwinForImageClassification (d 48, depths 2,2,2,2)",
          lambda: _hf("SwinForImageClassification", "SwinConfig", "logits", image_size=224,
                      patch_size=4, embed_dim=48, depths=[2, 2, 2, 2], num_heads=[2, 4, 8, 16],
-                     window_size=7, num_labels=1000),
+                     window_size=7, num_labels=1000, names=("pixel_values",)),
          _image(224)),
     Spec("bert", "transformers", "BertModel (4 layers, d 256)",
          lambda: _hf("BertModel", "BertConfig", vocab_size=8192, **_SMALL_TX), _ids(128)),

@@ -1,8 +1,10 @@
 """Import ONNX protobufs into MLIR (torch dialect with ``onnx.*`` operators) with IREE's importer.
 
 Runs inside a worker process: a malformed protobuf or an importer crash must not take the caller
-down. External data is refused unless every ``location`` resolves inside ``external_data_dir``
-(``../../etc/passwd`` is ``invalid_graph``); with no directory allowed, any external data is refused.
+down. External data is refused unless every ``location`` is relative, holds no ``..`` and
+resolves inside ``external_data_dir`` (``../../etc/passwd``, ``/etc/passwd`` are
+``invalid_graph``, checked before any file is opened); with no directory allowed, any external
+data is refused.
 
 Weights apart (``import_model(..., externalize=True)``): each initializer that holds weights
 (``holds_weights``) becomes a ``util.global`` read from ``#stream.parameter.named<"model"::NAME>``
@@ -17,6 +19,8 @@ stay inline too.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +32,14 @@ if TYPE_CHECKING:
     from iree.compiler import ir
 
 
-def load_model(data: bytes, *, external_data_dir: str | None) -> onnx_t.ModelProto:
+def load_model(
+    data: bytes, *, external_data_dir: str | None, side_files: Collection[str] | None = None
+) -> onnx_t.ModelProto:
+    """Parse ``data``; read the external data it names from ``external_data_dir``.
+
+    Every ``location`` is checked before any file is opened (``invalid_graph`` for one that is
+    absolute or leaves the directory). ``side_files`` (an upload's, relative ``/`` names): the
+    model must name each of them (a file it does not name is ``invalid_graph``)."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -38,13 +49,21 @@ def load_model(data: bytes, *, external_data_dir: str | None) -> onnx_t.ModelPro
         raise InvalidGraph(f"not a valid ONNX protobuf: {exc}") from None
     if not model.HasField("graph") or not model.opset_import:
         raise InvalidGraph("not a valid ONNX model: no graph or no opset_import")
-    _check_external_data(model, external_data_dir)
-    if external_data_dir is not None and _has_external_data(model):
+    named = _check_external_data(model, external_data_dir)
+    if side_files is not None:
+        unnamed = sorted(set(side_files) - named)
+        if unnamed:
+            raise InvalidGraph(
+                f"the upload holds {len(unnamed)} file(s) the model does not name "
+                f"(first: {unnamed[0][:128]!r}); send only its external-data files",
+                detail={"unnamed": [n[:128] for n in unnamed[:20]]},
+            )
+    if external_data_dir is not None and named:
         from onnx.external_data_helper import load_external_data_for_model
 
         try:
             load_external_data_for_model(model, external_data_dir)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # a file missing
             raise InvalidGraph(f"cannot load the model's external data: {exc}") from None
     return model
 
@@ -55,16 +74,13 @@ def _tensors(model: onnx_t.ModelProto):
     return _get_all_tensors(model)
 
 
-def _has_external_data(model: onnx_t.ModelProto) -> bool:
-    import onnx
-
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in _tensors(model))
-
-
-def _check_external_data(model: onnx_t.ModelProto, allowed_dir: str | None) -> None:
+def _check_external_data(model: onnx_t.ModelProto, allowed_dir: str | None) -> set[str]:
+    """The normalized ``location`` of every external tensor, each checked to stay inside
+    ``allowed_dir`` (resolving links); ``InvalidGraph`` for any external data without one."""
     import onnx
 
     root = Path(allowed_dir).resolve() if allowed_dir else None
+    named: set[str] = set()
     for t in _tensors(model):
         if t.data_location != onnx.TensorProto.EXTERNAL:
             continue
@@ -73,17 +89,20 @@ def _check_external_data(model: onnx_t.ModelProto, allowed_dir: str | None) -> N
         if root is None:
             raise InvalidGraph(
                 f"tensor {t.name[:64]!r} keeps its data in an external file ({loc[:128]!r}); "
-                "external data is only accepted from a local directory (kiln compile) — send the "
-                "model with its weights embedded"
+                "external data is accepted from the model's local directory (kiln compile) or "
+                "uploaded beside it (a tar body, docs/api.md)"
             )
-        if not loc or os.path.isabs(loc) or "\x00" in loc:
+        parts = [p for p in loc.split("/") if p not in ("", ".")]
+        if (not parts or os.path.isabs(loc) or "\x00" in loc or "\\" in loc
+                or re.match(r"^[A-Za-z]:", loc)):
             raise InvalidGraph(f"tensor {t.name[:64]!r}: invalid external data location {loc[:128]!r}")
-        path = (root / loc).resolve()
-        if not path.is_relative_to(root):
+        if ".." in parts or not (root / loc).resolve().is_relative_to(root):
             raise InvalidGraph(
                 f"tensor {t.name[:64]!r}: external data location {loc[:128]!r} points outside "
                 f"the model's directory"
             )
+        named.add("/".join(parts))
+    return named
 
 
 #: The scope of every externalized parameter (the runtime provider's scope; kiln.torch's too).
@@ -121,15 +140,38 @@ def import_model(
     model has no weights to externalize). ``context`` must have ``util`` and ``torch_c`` loaded
     when externalizing (the importer creates their ops without parsing them)."""
     import onnx
-    from iree.compiler.extras import onnx_importer
 
     from kiln.dialects.onnx_fixes import fix_model
+    from kiln.dialects.onnx_shapes import fold_shapes, needs_folding
 
     model, _ = fix_model(model)  # rewrites of forms IREE cannot lower; never raises
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception:  # noqa: BLE001 - shape inference is best effort (the importer needs less)
         pass
+    folded = needs_folding(model)
+    if folded:  # shapes the graph computes become constants (kiln.dialects.onnx_shapes)
+        model = fold_shapes(model)
+    try:
+        module, imp = _import(model, context=context, externalize=externalize)
+    except InvalidGraph:
+        if folded:
+            raise
+        retry = fold_shapes(model)
+        if retry is model:
+            raise
+        module, imp = _import(retry, context=context, externalize=externalize)
+    # ONNX carries free-form strings (attribute values and names, metadata) into the module: the
+    # imported IR is held to the same allow-list as MLIR sent as such.
+    check_module(module, what="the imported ONNX model")
+    return module, (_archive(imp) if externalize else None)
+
+
+def _import(model: onnx_t.ModelProto, *, context: ir.Context, externalize: bool
+            ) -> tuple[ir.Module, Any]:
+    """IREE's importer on ``model``: the module and the node importer that filled it."""
+    from iree.compiler.extras import onnx_importer
+
     try:
         info = onnx_importer.ModelInfo(model)
         module = info.create_module(context=context)
@@ -140,10 +182,7 @@ def import_model(
         imp.import_all()
     except (onnx_importer.OnnxImportError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidGraph(f"the ONNX importer refused the model: {type(exc).__name__}: {exc}") from None
-    # ONNX carries free-form strings (attribute values and names, metadata) into the module: the
-    # imported IR is held to the same allow-list as MLIR sent as such.
-    check_module(module, what="the imported ONNX model")
-    return module, (_archive(imp) if externalize else None)
+    return module, imp
 
 
 def _externalizing_importer(info: Any, module: ir.Module, model: onnx_t.ModelProto) -> Any:

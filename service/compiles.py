@@ -45,6 +45,7 @@ from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
 
 from .limits import ByteBudget
+from .uploads import ModelUpload
 
 __all__ = ["AllTargetsFailed", "CompileService", "artifact_json", "result_json"]
 
@@ -132,12 +133,15 @@ class CompileService:
         options: Mapping[str, Any] | None,
         format: str | None,
         log_fields: dict[str, Any],
+        upload: ModelUpload | None = None,
     ) -> dict[str, Any]:
-        """The 200 body of docs/api.md, or a ``KilnError`` (see the module docstring)."""
+        """The 200 body of docs/api.md, or a ``KilnError`` (see the module docstring).
+        ``upload``: ``data`` came in a tar with side files (its directory must outlive the
+        call)."""
         specs = parse_targets(targets)
         opts = normalize_options(options)
         log_fields["targets"] = [s.target for s in specs]
-        fp = _fingerprint(data, format, specs, opts)
+        fp = _fingerprint(data, format, specs, opts, upload=upload)
         memo = self._memo.get(fp)
         if memo is not None:
             if self._inline_lookups:
@@ -149,7 +153,7 @@ class CompileService:
                 return body
         fut = self._inflight.get(fp)
         if fut is None:
-            fut = asyncio.ensure_future(self._compile(fp, data, format, specs, opts))
+            fut = asyncio.ensure_future(self._compile(fp, data, format, specs, opts, upload))
             self._inflight[fp] = fut
             fut.add_done_callback(partial(self._done, fp))
         try:
@@ -181,9 +185,10 @@ class CompileService:
         format: str | None,
         specs: list[TargetSpec],
         opts: CompileOptions,
+        upload: ModelUpload | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        graph = await self._thread(
-            partial(self.pipeline.prepare, data, format=format, params=opts.params))
+        graph = await self._thread(partial(self.pipeline.prepare, data, format=format,
+                                           params=opts.params, **side_files(upload)))
         held = len(graph.mlir) + len(graph.params or b"")
         self.prepared.take(held)  # Overloaded: too many large graphs waiting at once
         try:
@@ -240,10 +245,20 @@ class CompileService:
         return {**memo.head, "artifacts": arts, "errors": []}
 
 
+def side_files(upload: ModelUpload | None) -> dict[str, Any]:
+    """``Pipeline.prepare``'s keywords for an upload's side files (none without one)."""
+    if upload is None:
+        return {}
+    return {"external_data_dir": upload.directory, "side_files": upload.names}
+
+
 def _fingerprint(
-    data: bytes, format: str | None, specs: list[TargetSpec], opts: CompileOptions
+    data: bytes, format: str | None, specs: list[TargetSpec], opts: CompileOptions,
+    *, upload: ModelUpload | None = None,
 ) -> str:
     h = hashlib.sha256(data).hexdigest()
+    if upload is not None:  # the same model with other side files is another request
+        h = hashlib.sha256(f"{h}:{upload.digest}".encode()).hexdigest()
     meta = json.dumps([format, [s.target for s in specs], opts.to_json()], sort_keys=True)
     return h + ":" + hashlib.sha256(meta.encode()).hexdigest()
 

@@ -58,7 +58,8 @@ from kiln.errors import CacheUnavailable, KilnError, NotFound, Overloaded
 from kiln.targets import TargetSpec, normalize_options
 from kiln.targets.options import CompileOptions
 
-from .compiles import AllTargetsFailed, CompileService, _fingerprint, result_json
+from .compiles import AllTargetsFailed, CompileService, _fingerprint, result_json, side_files
+from .uploads import ModelUpload
 
 __all__ = ["FINAL", "Jobs", "MemoryJobStore", "RedisJobStore", "job_store"]
 
@@ -362,6 +363,7 @@ class Jobs:
     async def submit(
         self, data: bytes, *, targets: Sequence[str], options: Mapping[str, Any] | None,
         format: str | None, log_fields: dict[str, Any], owner: str = "",
+        upload: ModelUpload | None = None,
     ) -> dict[str, Any]:
         """The new (or the owner's identical in-flight) job's document; errors as
         /v1/compile's 4xx, and 429 ``overloaded`` past ``max_per_client`` jobs in flight."""
@@ -369,7 +371,8 @@ class Jobs:
         opts = normalize_options(options)
         log_fields["targets"] = [s.target for s in specs]
         fp = hashlib.sha256(
-            f"{owner}\0{_fingerprint(data, format, specs, opts)}".encode()).hexdigest()
+            f"{owner}\0{_fingerprint(data, format, specs, opts, upload=upload)}".encode()
+        ).hexdigest()
         same = await self.store.by_fingerprint(fp)
         if same is not None and same["state"] not in FINAL and await self._ensure_driven(same):
             log_fields["job"] = same["id"]
@@ -384,7 +387,8 @@ class Jobs:
             err.http_status = 429
             raise err
         try:
-            stored = await self._create(jid, data, format, specs, opts, fp, owner, log_fields)
+            stored = await self._create(jid, data, format, specs, opts, fp, owner, log_fields,
+                                        upload)
         except BaseException:
             await self.store.unreserve(owner, jid)
             raise
@@ -394,10 +398,13 @@ class Jobs:
 
     async def _create(self, jid: str, data: bytes, format: str | None,
                       specs: list[TargetSpec], opts: CompileOptions, fp: str, owner: str,
-                      log_fields: dict[str, Any]) -> dict[str, Any]:
+                      log_fields: dict[str, Any],
+                      upload: ModelUpload | None = None) -> dict[str, Any]:
         pipeline = self.compiles.pipeline
+        # the upload's directory is needed only here: the job's plan holds the prepared graph
         graph: PreparedGraph = await anyio.to_thread.run_sync(
-            partial(pipeline.prepare, data, format=format, params=opts.params))
+            partial(pipeline.prepare, data, format=format, params=opts.params,
+                    **side_files(upload)))
         ref = await anyio.to_thread.run_sync(partial(self.stash, graph.mlir)) \
             if self.stash is not None else None
         from kiln.cluster.types import graph_to_json

@@ -32,6 +32,7 @@ import hashlib
 import logging
 import threading
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from kiln.errors import InvalidRequest, Overloaded, TooLarge
 
 __all__ = [
     "BodyAbandoned", "BodyTooSlow", "ByteBudget", "UploadBudget", "UploadPolicy", "read_body",
+    "stream_body",
 ]
 
 log = logging.getLogger("kiln.service.access")
@@ -173,6 +175,19 @@ async def read_body(request: Request, *, limit: int, budget: ByteBudget | None =
     ``Overloaded`` when ``budget`` (or, for an ``UploadBudget``, the client's share) cannot hold
     it, ``BodyTooSlow`` when it arrives below the pace, ``BodyAbandoned`` when the client leaves
     first. Whatever it raises, nothing stays reserved."""
+    buf = bytearray()
+    async for chunk in stream_body(request, limit=limit, budget=budget):
+        buf += chunk
+    return bytes(buf)
+
+
+async def stream_body(
+    request: Request, *, limit: int, budget: ByteBudget | None = None
+) -> AsyncIterator[bytes]:
+    """The body chunk by chunk, under ``read_body``'s rules (the same limit, budget, client
+    share and pace, the same errors), for a reader that does not hold it whole (the tar upload
+    writes it to disk). The reservation lasts until the last chunk has been taken, or the
+    generator is closed: close it (``aclosing``) when stopping early."""
     length = request.headers.get("content-length")
     declared = int(length) if length is not None and length.isdigit() else None
     if declared is not None and declared > limit:
@@ -180,6 +195,7 @@ async def read_body(request: Request, *, limit: int, budget: ByteBudget | None =
     client = client_of(request)
     policy = UploadPolicy.of(request, budget) if budget is not None else UploadPolicy(limit)
     held = 0
+    received = 0
 
     def reserve(n: int) -> None:
         nonlocal held
@@ -191,7 +207,6 @@ async def read_body(request: Request, *, limit: int, budget: ByteBudget | None =
 
     loop = asyncio.get_running_loop()
     start = loop.time()
-    buf = bytearray()
     chunks = request.stream().__aiter__()
     try:
         if budget is not None and declared is not None:
@@ -200,7 +215,7 @@ async def read_body(request: Request, *, limit: int, budget: ByteBudget | None =
             try:
                 if budget is not None and policy.min_rate > 0:
                     # The moment the average since ``start`` drops below the minimum.
-                    due = start + max(policy.grace, len(buf) / policy.min_rate)
+                    due = start + max(policy.grace, received / policy.min_rate)
                     async with asyncio.timeout_at(due):
                         chunk = await anext(chunks)
                 else:
@@ -208,19 +223,20 @@ async def read_body(request: Request, *, limit: int, budget: ByteBudget | None =
             except StopAsyncIteration:
                 break
             except TimeoutError:
-                raise _too_slow(policy, len(buf), loop.time() - start) from None
+                raise _too_slow(policy, received, loop.time() - start) from None
             except ClientDisconnect:
                 log.info("client disconnected mid-body", extra={
-                    "client": client, "received_bytes": len(buf), "declared_bytes": declared})
+                    "client": client, "received_bytes": received, "declared_bytes": declared})
                 raise BodyAbandoned(
                     "the client closed the connection before the request body was complete"
                 ) from None
-            buf += chunk
-            if len(buf) > limit:
+            received += len(chunk)
+            if received > limit:
                 raise _too_large(limit)
-            if budget is not None and len(buf) > held:
-                reserve(len(buf) - held)
-        return bytes(buf)
+            if budget is not None and received > held:
+                reserve(received - held)
+            if chunk:
+                yield chunk
     finally:
         if held and isinstance(budget, UploadBudget):
             budget.give_for(client, held)

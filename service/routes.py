@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -41,6 +45,7 @@ from .types import (
     options_schema,
     target_schema,
 )
+from .uploads import EXTERNAL_PARAMS_BYTES, TAR_TYPES, ModelUpload, receive_tar
 
 __all__ = ["router"]
 
@@ -51,7 +56,10 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)(?:[.\w+-]*)$")
 _RAW_DOC = (
     "Send the graph either as JSON (`application/json`, CompileRequest) or as the raw request "
     "body (`application/octet-stream`) with the query parameters `format`, `target` (repeat it) "
-    "and `option=key=value` (repeat it; values are strings, as in the JSON form)."
+    "and `option=key=value` (repeat it; values are strings, as in the JSON form). An ONNX model "
+    "whose weights are in side files goes as a tar (`application/x-tar`, the same query "
+    "parameters): its first `.onnx` member is the model, the others the files it names; side "
+    "files of 64 MiB or more default to `params=external`."
 )
 
 
@@ -115,6 +123,12 @@ _COMPILE_BODY = {
                 "schema": {"type": "string", "format": "binary",
                            "description": "the graph's bytes (ONNX, MLIR text or bytecode)"}
             },
+            "application/x-tar": {
+                "schema": {"type": "string", "format": "binary",
+                           "description": "an ONNX model (the first .onnx member) and the "
+                           "external-data files it names, by relative name; query parameters "
+                           "as for a raw body"}
+            },
         },
     },
 }
@@ -136,42 +150,76 @@ async def compile_graph(
     option: _OptionQuery = None,
 ) -> Response:
     svc = _service(request)
-    with svc.idle_tuning.working():  # the idle tuner yields while a compile is answered
-        data, targets, options, fmt, supported = await _compile_input(request, format, target,
-                                                                      option)
-        # The compile pool serves clients round-robin and caps each one's waiting jobs (issue 21).
+    with svc.idle_tuning.working(), _request_dir() as workdir:
+        # the idle tuner yields while a compile is answered
+        data, targets, options, fmt, supported, upload = await _compile_input(
+            request, format, target, option, workdir=workdir)
+        # The compile pool serves clients round-robin and caps each one's waiting jobs.
         tenant = TENANT.set(_tenant(request))
         try:
             result = await svc.compiles.compile(
                 data, targets=targets, options=options, format=fmt,
-                log_fields=log_fields(request.scope),
+                log_fields=log_fields(request.scope), upload=upload,
             )
         finally:
             TENANT.reset(tenant)
-    svc.idle_tuning.remember(data, format=fmt, options=options, answer=result,
-                             runtime=request.headers.get("x-kiln-runtime"))
+    if upload is None:  # a model whose side files are gone cannot be compiled again later
+        svc.idle_tuning.remember(data, format=fmt, options=options, answer=result,
+                                 runtime=request.headers.get("x-kiln-runtime"))
     return _json(_finish(result, supported))
+
+
+@contextlib.contextmanager
+def _request_dir() -> Iterator[Callable[[], str]]:
+    """The request's own directory, made on first use (a tar upload's side files) and removed
+    with everything in it when the request ends, however it ends."""
+    made: list[str] = []
+
+    def get() -> str:
+        if not made:
+            made.append(tempfile.mkdtemp(prefix="kiln-request-"))
+        return made[0]
+
+    try:
+        yield get
+    finally:
+        for d in made:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 async def _compile_input(
     request: Request, format: str | None, target: list[str] | None, option: list[str] | None,
-) -> tuple[bytes, list[str], dict[str, Any] | None, str | None, list[str]]:
-    """The graph, targets, options and format of a compile request (JSON or raw body), and the
-    runtime versions its executables load on; 400/409 before any work."""
+    *, workdir: Callable[[], str],
+) -> tuple[bytes, list[str], dict[str, Any] | None, str | None, list[str], ModelUpload | None]:
+    """The graph, targets, options and format of a compile request (JSON, raw or tar body), the
+    runtime versions its executables load on, and a tar body's upload (its side files written
+    into ``workdir()``); 400/409 before any work."""
     svc = _service(request)
-    body = await read_body(
-        request, limit=svc.settings.max_request_bytes, budget=svc.uploads
-    )
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    upload = None
+    if ctype in TAR_TYPES:
+        if format not in (None, "onnx"):
+            raise InvalidRequest("a tar body carries an ONNX model with its side files: "
+                                 "format must be onnx")
+        upload = await receive_tar(request, directory=workdir(),
+                                   limit=svc.settings.max_request_bytes, budget=svc.uploads)
+        body = upload.model
+    else:
+        body = await read_body(
+            request, limit=svc.settings.max_request_bytes, budget=svc.uploads
+        )
     options: dict[str, Any] | None
     params = request.query_params.getlist("params")
-    if ctype == "application/octet-stream":
+    if ctype == "application/octet-stream" or upload is not None:
         data, targets, options = body, list(target or []), _query_options(option or [])
-        fmt = format
+        fmt = "onnx" if upload is not None else format
         if params:
             if len(params) > 1 or "params" in options:
                 raise InvalidRequest("params given twice (params= and option=params=)")
             options["params"] = params[0]
+        if upload is not None and "params" not in options \
+                and upload.size >= EXTERNAL_PARAMS_BYTES:
+            options["params"] = "external"  # big weights stay out of the executables
     elif ctype in ("application/json", ""):
         if target or option or format or params:
             raise InvalidRequest(
@@ -182,12 +230,12 @@ async def _compile_input(
         data, targets, options, fmt = _graph_bytes(req), req.targets, req.options, req.graph.format
     else:
         raise InvalidRequest(
-            f"unsupported Content-Type {ctype[:64]!r}: use application/json or "
-            "application/octet-stream"
+            f"unsupported Content-Type {ctype[:64]!r}: use application/json, "
+            "application/octet-stream or application/x-tar"
         )
     supported = _runtime_check(request.headers.get("x-kiln-runtime"),
                                svc.pipeline.compiler.version)
-    return data, list(targets), options, fmt, supported
+    return data, list(targets), options, fmt, supported, upload
 
 
 def _finish(result: dict[str, Any], supported: list[str]) -> dict[str, Any]:
@@ -314,14 +362,16 @@ async def submit_job(
 ) -> Response:
     svc = _service(request)
     svc.idle_tuning.touch()  # the job's compiles end with Pipeline.on_result (touch again)
-    data, targets, options, fmt, supported = await _compile_input(request, format, target, option)
-    tenant = TENANT.set(_tenant(request))  # inherited by the job's driver
-    try:
-        doc = await svc.jobs.submit(data, targets=targets, options=options, format=fmt,
-                                    log_fields=log_fields(request.scope),
-                                    owner=_tenant(request))
-    finally:
-        TENANT.reset(tenant)
+    with _request_dir() as workdir:  # a tar's side files: read by the prepare, in submit
+        data, targets, options, fmt, supported, upload = await _compile_input(
+            request, format, target, option, workdir=workdir)
+        tenant = TENANT.set(_tenant(request))  # inherited by the job's driver
+        try:
+            doc = await svc.jobs.submit(data, targets=targets, options=options, format=fmt,
+                                        log_fields=log_fields(request.scope),
+                                        owner=_tenant(request), upload=upload)
+        finally:
+            TENANT.reset(tenant)
     resp = _json(_job_out(doc, supported), status=202)
     resp.headers["Location"] = f"/v1/jobs/{doc['id']}"
     return resp

@@ -143,7 +143,7 @@ class RemoteBackend:
         self.on_progress: Callable[[int], None] | None = None
         self._jobs = True
 
-    def _compile(self, data: bytes, targets: list[str], opts: dict[str, Any] | None,
+    def _compile(self, data: Any, targets: list[str], opts: dict[str, Any] | None,
                  format: str | None) -> Any:
         if self._jobs:
             seen = [0]
@@ -168,8 +168,14 @@ class RemoteBackend:
         from kiln.provenance import verify_artifact
 
         opts = dict(options or {}) or None
+        graph: Any = data
+        if source_dir is not None and format in (None, "onnx"):
+            from kiln.client.side_files import onnx_files
+
+            # the side files the model names go with it (a tar body)
+            graph = onnx_files(data, source_dir) or data
         try:
-            results = [self._compile(data, list(targets), opts, format)]
+            results = [self._compile(graph, list(targets), opts, format)]
             errors: list[tuple[str, KilnError]] = []
         except (UnsupportedTarget, InvalidRequest):
             if len(targets) == 1:
@@ -177,7 +183,7 @@ class RemoteBackend:
             results, errors = [], []
             for t in targets:
                 try:
-                    results.append(self._compile(data, [t], opts, format))
+                    results.append(self._compile(graph, [t], opts, format))
                 except KilnError as exc:
                     errors.append((t, exc))
         head = results[0].to_json() if results else {}

@@ -37,10 +37,12 @@ def default_client_cache_dir() -> Path:
 
 
 def request_key(
-    *, server: str, graph: bytes, target: str, options: dict[str, Any] | None, format: str | None
+    *, server: str, graph: bytes, target: str, options: dict[str, Any] | None, format: str | None,
+    side_files: str | None = None,
 ) -> str:
-    """The key of one compile request: sha256 over canonical JSON of everything that shapes it."""
-    doc = {
+    """The key of one compile request: sha256 over canonical JSON of everything that shapes it
+    (``side_files``: the digest of an ONNX model's external-data files, when it has some)."""
+    doc: dict[str, Any] = {
         "v": KEY_VERSION,
         "server": server.rstrip("/"),
         "graph": hashlib.sha256(graph).hexdigest(),
@@ -48,6 +50,8 @@ def request_key(
         "options": options or {},
         "format": format,
     }
+    if side_files is not None:
+        doc["side_files"] = side_files
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

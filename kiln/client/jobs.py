@@ -71,11 +71,9 @@ Plan = Generator[Any, Any, Any]
 
 def _submit(c: Any, graph: Any, targets: Any, options: dict[str, Any] | None,
             format: str | None) -> Plan:
-    from kiln.client.sdk import _compile_request, _format_of, read_graph
+    from kiln.client.sdk import graph_request
 
-    data, fmt = read_graph(graph)
-    req = _compile_request(data, _format_of(data, format or fmt), targets, options,
-                           c.raw_threshold)
+    req = graph_request(graph, format, targets, options, c.raw_threshold)
     resp = yield from c._request("POST", "/v1/jobs", **req)
     return Job.from_json(resp.json())
 

@@ -47,6 +47,7 @@ import httpx
 from kiln.client.cache import LocalCache, request_key
 from kiln.client.params import ParamsArchive, archive_plan
 from kiln.client.runtime import LoadedModule
+from kiln.client.side_files import OnnxFiles, TarBody, with_side_files
 from kiln.client.types import (
     RemoteArtifact,
     RemoteCompileResult,
@@ -85,7 +86,9 @@ __all__ = [
     "read_graph",
 ]
 
-GraphInput: TypeAlias = "str | os.PathLike[str] | bytes | bytearray | memoryview | onnx.ModelProto"
+GraphInput: TypeAlias = (
+    "str | os.PathLike[str] | bytes | bytearray | memoryview | onnx.ModelProto | OnnxFiles"
+)
 RAW_BODY_THRESHOLD = 1 << 20  # graphs larger than this (bytes) go as a raw octet-stream body
 _RETRY_STATUS = (429, 503)
 _DIGEST_RE = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
@@ -116,6 +119,8 @@ def read_graph(graph: GraphInput) -> tuple[bytes, str | None]:
     """
     if hasattr(graph, "SerializeToString"):  # onnx.ModelProto, without importing onnx
         return bytes(graph.SerializeToString()), "onnx"
+    if isinstance(graph, OnnxFiles):
+        return graph.model, "onnx"
     if isinstance(graph, bytes | bytearray | memoryview):
         return bytes(graph), None
     if isinstance(graph, str) and not os.path.exists(graph):
@@ -141,13 +146,37 @@ def _format_of(data: bytes, declared: str | None) -> str:
     return "onnx" if fmt is GraphFormat.ONNX else "mlir"
 
 
+def graph_request(
+    graph: GraphInput | OnnxFiles, format: str | None, targets: Sequence[str],
+    options: dict[str, Any] | None, raw_threshold: int,
+) -> dict[str, Any]:
+    """httpx ``request`` keyword arguments for ``POST /v1/compile`` or ``/v1/jobs``: an ONNX
+    file that names side files beside it goes as a tar with them (kiln.client.side_files)."""
+    graph = with_side_files(graph)
+    data, fmt = read_graph(graph)
+    if isinstance(graph, OnnxFiles):
+        return _compile_request(data, "onnx", targets, options, raw_threshold, sides=graph)
+    return _compile_request(data, _format_of(data, format or fmt), targets, options,
+                            raw_threshold)
+
+
 def _compile_request(
     data: bytes, fmt: str, targets: Sequence[str], options: dict[str, Any] | None,
-    raw_threshold: int,
+    raw_threshold: int, *, sides: OnnxFiles | None = None,
 ) -> dict[str, Any]:
     """httpx ``request`` keyword arguments for ``POST /v1/compile``."""
     if isinstance(targets, str):
         raise InvalidRequest("targets must be a list of target strings, e.g. ['cpu']")
+    if sides is not None:
+        query: list[tuple[str, str]] = [("format", "onnx")] + [("target", t) for t in targets]
+        if options:
+            query += [("option", f"{k}={v}") for k, v in sorted(options.items())]
+        return {
+            "params": query,
+            "content": TarBody(sides),
+            "headers": {"Content-Type": "application/x-tar",
+                        "Content-Length": str(sides.tar_size)},
+        }
     if len(data) > raw_threshold:
         params: list[tuple[str, str]] = [("format", fmt)] + [("target", t) for t in targets]
         if options:
@@ -168,6 +197,14 @@ def _compile_request(
     if options:
         body["options"] = dict(options)
     return {"json": body}
+
+
+def _sendable(kw: dict[str, Any], *, asynchronous: bool) -> dict[str, Any]:
+    """``kw`` with a ``TarBody`` turned into a fresh stream of the runner's kind."""
+    body = kw.get("content")
+    if isinstance(body, TarBody):
+        return {**kw, "content": body.chunks(asynchronous=asynchronous)}
+    return kw
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
@@ -334,9 +371,7 @@ class _Base:
 
     def _compile(self, graph: GraphInput, targets: Sequence[str], options: dict[str, Any] | None,
                  format: str | None) -> Plan[RemoteCompileResult]:
-        data, fmt = read_graph(graph)
-        req = _compile_request(data, _format_of(data, format or fmt), targets, options,
-                               self.raw_threshold)
+        req = graph_request(graph, format, targets, options, self.raw_threshold)
         resp = yield from self._request("POST", "/v1/compile", **req)
         return RemoteCompileResult.from_json(resp.json())
 
@@ -365,14 +400,16 @@ class _Base:
 
     def _artifact(self, graph: GraphInput, target: str, options: dict[str, Any] | None,
                   format: str | None) -> Plan[tuple[bytes, dict[str, Any]]]:
+        graph = with_side_files(graph)
         data, fmt = read_graph(graph)
         fmt = format or fmt
+        sides = graph if isinstance(graph, OnnxFiles) else None
         key = request_key(server=self.base_url, graph=data, target=target, options=options,
-                          format=fmt)
+                          format=fmt, side_files=sides.digest if sides else None)
         hit = self._cached_artifact(key)
         if hit is not None:
             return hit
-        res = yield from self._compile(data, [target], options, fmt)
+        res = yield from self._compile(sides or data, [target], options, fmt)
         a = _one_artifact(res)
         blob = yield from self._fetch(a.digest)
         rec = _record(a, res)
@@ -384,14 +421,16 @@ class _Base:
 
     def _load(self, graph: GraphInput, device: str, options: dict[str, Any] | None,
               candidates: Sequence[Candidate] | None, autotune: bool) -> Plan[ClientModule]:
+        graph = with_side_files(graph)
         data, fmt = read_graph(graph)
+        sent: GraphInput = graph if isinstance(graph, OnnxFiles) else data
         tried: list[tuple[str, KilnError]] = []
         for c in self._candidates(device, candidates):
             try:
                 opts = options
                 if autotune and options is None:
                     opts = yield _Blocking(partial(self._tune, data, c.target, fmt))
-                blob, rec = yield from self._artifact(data, c.target, opts, fmt)
+                blob, rec = yield from self._artifact(sent, c.target, opts, fmt)
                 # weights apart: the archive, from the local cache or downloaded (params.py)
                 params = yield from archive_plan(self, rec.get("params"))
             except _FALLBACK as exc:
@@ -518,7 +557,8 @@ class Client(_Base):
             result, error = None, None
             try:
                 if isinstance(step, _Send):
-                    result = self._http.request(step.method, step.path, **step.kw)
+                    result = self._http.request(step.method, step.path,
+                                                **_sendable(step.kw, asynchronous=False))
                 elif isinstance(step, _Sleep):
                     self._sleep(step.seconds)
                 else:
@@ -644,7 +684,8 @@ class AsyncClient(_Base):
             result, error = None, None
             try:
                 if isinstance(step, _Send):
-                    result = await self._http.request(step.method, step.path, **step.kw)
+                    result = await self._http.request(step.method, step.path,
+                                                      **_sendable(step.kw, asynchronous=True))
                 elif isinstance(step, _Sleep):
                     await self._sleep(step.seconds)
                 else:

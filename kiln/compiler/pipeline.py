@@ -240,14 +240,16 @@ class Pipeline:
 
     def prepare(
         self, data: bytes, *, format: str | None = None, external_data_dir: str | None = None,
-        params: str = "embedded",
+        params: str = "embedded", side_files: Sequence[str] | None = None,
     ) -> PreparedGraph:
         """Detect, import, verify and canonicalize ``data`` in a worker (``invalid_graph``).
         ``params="external"``: weights apart (``PreparedGraph.params``; ``invalid_request`` for
-        MLIR holding its weights inline)."""
+        MLIR holding its weights inline). ``side_files``: the files of ``external_data_dir``
+        (an upload's), each of which the model must name (else ``invalid_graph``)."""
+        sides = tuple(side_files) if side_files is not None else None
         try:
             graph: PreparedGraph = self.prepare_pool.run(
-                PrepareJob(data, format, external_data_dir, params),
+                PrepareJob(data, format, external_data_dir, params, sides),
                 timeout=self.prepare_timeout,
                 command_hint=["kiln-import"],
             )

@@ -57,10 +57,14 @@ class PrepareJob:
     external_data_dir: str | None = None
     #: ``"external"``: the weights go to a parameter archive (``PreparedGraph.params``).
     params: str = "embedded"
+    #: The files of ``external_data_dir`` that the model must each name (an upload's side
+    #: files); None: whatever the directory holds (a local model's folder).
+    side_files: tuple[str, ...] | None = None
 
     def run(self) -> PreparedGraph:
         return prepare(data=self.data, declared_format=self.declared_format,
-                       external_data_dir=self.external_data_dir, params=self.params)
+                       external_data_dir=self.external_data_dir, params=self.params,
+                       side_files=self.side_files)
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,7 @@ def _context(*load: str) -> Any:
 
 def prepare(
     *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None,
-    params: str = "embedded",
+    params: str = "embedded", side_files: tuple[str, ...] | None = None,
 ) -> PreparedGraph:
     """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``).
 
@@ -209,7 +213,8 @@ def prepare(
     else:
         ctx = _context()
     if fmt is GraphFormat.ONNX:
-        model = onnx_dialect.load_model(data, external_data_dir=external_data_dir)
+        model = onnx_dialect.load_model(data, external_data_dir=external_data_dir,
+                                        side_files=side_files)
         module, archive = onnx_dialect.import_model(model, context=ctx, externalize=external)
         del model
         try:
