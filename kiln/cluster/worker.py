@@ -222,12 +222,15 @@ class WorkerRuntime:
 
     def _on_kernel(self, kind: str, result: str) -> None:
         """``Pipeline.on_kernel``: called in the thread running the compile."""
-        self._pending()[0][result] = self._pending()[0].get(result, 0) + 1
+        mine = self._pending()[0]
+        mine[result] = mine.get(result, 0) + 1
         with self._counts_lock:
             self.kernels[result] = self.kernels.get(result, 0) + 1
 
     def _on_frontend(self, result: str) -> None:
-        self._pending()[1][result] = self._pending()[1].get(result, 0) + 1
+        """``Pipeline.on_frontend``: called in the thread running the compile."""
+        mine = self._pending()[1]
+        mine[result] = mine.get(result, 0) + 1
         with self._counts_lock:
             self.frontends[result] = self.frontends.get(result, 0) + 1
 
@@ -286,12 +289,14 @@ class WorkerRuntime:
         threading.Thread(target=beat, name="kiln-heartbeat", daemon=True).start()
 
     def _beat(self, s: WorkerSettings, queues: list[str], started: float) -> bool:
+        with self._counts_lock:
+            kernels, frontends = dict(self.kernels), dict(self.frontends)
         try:
             worker_heartbeat(self.client, s.name, {
                 "name": s.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "queues": queues, "concurrency": s.concurrency, "started": started,
                 "compiles": self.compiles, "busy": self.pipeline.pool.in_flight,
-                "kernels": dict(self.kernels), "frontend": dict(self.frontends),
+                "kernels": kernels, "frontend": frontends,
             }, ttl=HEARTBEAT_TTL)
             self.client.sadd(_KNOWN, s.name)
             return True
