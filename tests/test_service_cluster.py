@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import redis
 
+from kiln.cache.redis import DEFAULT_PREFIX
 from kiln.client.runtime import load_vmfb
 from tests.conftest_redis import RedisServer
 from tests.graphs import LINALG
@@ -20,6 +22,25 @@ from tests.server import kiln_server
 def _req(i: int) -> dict[str, object]:
     src = LINALG.replace("%zero = arith.constant 0.0", f"%zero = arith.constant {i}.25e-2")
     return {"graph": {"format": "mlir", "encoding": "utf-8", "data": src}, "targets": ["cpu"]}
+
+
+def in_redis(url: str, keys: list[str], *, within: float) -> bool:
+    """Whether the records of every compile key in ``keys`` are in Redis before ``within``
+    seconds have passed (a record is written after its blob)."""
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + within
+    try:
+        while True:
+            try:
+                if all(client.exists(f"{DEFAULT_PREFIX}ac:{k}") for k in keys):
+                    return True
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+    finally:
+        client.close()
 
 
 def test_replicas_share_compiles_through_redis(redis_server: RedisServer, tmp_path: Path) -> None:
@@ -53,10 +74,11 @@ def test_replicas_share_compiles_through_redis(redis_server: RedisServer, tmp_pa
         assert cb.get("/healthz").status_code == 200
         assert cb.get("/readyz").status_code == 503
         redis_server.restart()
-        # Sharing resumes once the cache's back-off (1 s after a failure) has passed: b compiles a
-        # new graph, a gets it from Redis.
-        time.sleep(1.5)
-        cb.post("/v1/compile", json=_req(4))
+        # Sharing resumes: b compiles a new graph (onto its disk alone while its Redis back-off
+        # lasts; the catch-up timer copies it up then), and once its record is in Redis a gets
+        # it from there.
+        key = cb.post("/v1/compile", json=_req(4)).json()["artifacts"][0]["key"]
+        assert in_redis(redis_server.url, [key], within=15.0)
         shared = ca.post("/v1/compile", json=_req(4)).json()["artifacts"][0]
         assert shared["cached"] is True
 
@@ -75,7 +97,7 @@ def test_a_redis_outage_under_load_loses_nothing(redis_server: RedisServer, tmp_
             assert ca.post("/v1/compile", json=_req(100 + i)).status_code == 200
         stop = threading.Event()
         failures: list[str] = []
-        made: list[int] = []
+        made: list[tuple[int, str]] = []  # (graph, compile key)
 
         def load(seed: int) -> None:
             c = a.client()
@@ -89,7 +111,7 @@ def test_a_redis_outage_under_load_loses_nothing(redis_server: RedisServer, tmp_
                     i = 1000 + seed * 1000 + n
                     r = c.post("/v1/compile", json=_req(i))
                     if r.status_code == 200:
-                        made.append(i)
+                        made.append((i, r.json()["artifacts"][0]["key"]))
                     else:
                         failures.append(f"miss {r.status_code}: {r.text[:200]}")
 
@@ -108,11 +130,11 @@ def test_a_redis_outage_under_load_loses_nothing(redis_server: RedisServer, tmp_
             t.join(120)
         assert failures == []
         assert during, "nothing was compiled during the outage"
-        # what a built while Redis was down reaches b through Redis, without a compile on b
-        ca.post("/v1/compile", json=_req(100))  # any cache operation lets the catch-up start
-        time.sleep(3)
+        # what a built while Redis was down reaches b through Redis (a's catch-up timer copies
+        # it up), without a compile on b
+        assert in_redis(redis_server.url, [k for _i, k in during], within=30.0)
         cb = b.client()
-        for i in during:
+        for i, _key in during:
             r = cb.post("/v1/compile", json=_req(i))
             assert r.status_code == 200 and r.json()["artifacts"][0]["cached"], i
         assert b.metric("kiln_compiles_total") == 0

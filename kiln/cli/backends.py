@@ -229,7 +229,10 @@ def open_backend(
     timeout: float = 300.0,
 ) -> Iterator[Backend]:
     """The backend the command-line flags ask for: ``--server`` remote, else embedded with the
-    local cache (signed with the same key file as ``kiln serve``; docs/trust.md)."""
+    local cache (signed with the same key file as ``kiln serve``; docs/trust.md). With
+    ``redis_url`` the cache is tiered like the service's: only Kiln's blob kinds cross between
+    the tiers (``kiln.cache.kinds``), and entries written while Redis was down are copied up on
+    the catch-up timer (a ``kiln build`` of many models outlives an outage) and on close."""
     if server:
         from kiln.client import Client
 
@@ -241,9 +244,16 @@ def open_backend(
     cache = None
     if not no_cache:
         from kiln.cache import open_cache
+        from kiln.cache.kinds import is_known
+        from kiln.cache.tiered import CATCH_UP_INTERVAL
         from kiln.provenance import Authority
 
         cache = open_cache(cache_dir=cache_dir, redis_url=redis_url,
-                           authority=Authority.from_env())
-    with Pipeline(cache=cache, workers=workers, compile_timeout=timeout) as pipe:
-        yield EmbeddedBackend(pipe)
+                           authority=Authority.from_env(), accept_blob=is_known,
+                           catch_up_interval=CATCH_UP_INTERVAL if redis_url else None)
+    try:
+        with Pipeline(cache=cache, workers=workers, compile_timeout=timeout) as pipe:
+            yield EmbeddedBackend(pipe)
+    finally:
+        if cache is not None:  # the pipeline leaves its cache open
+            cache.close()

@@ -75,12 +75,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, *, stdout: TextIO, stderr: TextIO) -> int:
     from kiln.cache import open_cache
+    from kiln.cache.kinds import is_known
 
     # The shared options default to "absent" (so a subcommand's copy cannot clobber the other).
     args.cache_dir = getattr(args, "cache_dir", None)
     args.redis_url = getattr(args, "redis_url", None) or os.environ.get("KILN_REDIS_URL")
     args.json = getattr(args, "json", False)
-    cache = open_cache(cache_dir=args.cache_dir, redis_url=args.redis_url)
+    # A one-shot command: no catch-up timer (close copies what an outage left noted).
+    cache = open_cache(cache_dir=args.cache_dir, redis_url=args.redis_url, accept_blob=is_known)
     try:
         if args.cache_command == "stats":
             return _stats(cache, args, stdout)

@@ -6,6 +6,8 @@ worker pool (``concurrency`` child processes: crash isolation, memory cap, timeo
 in ``kiln serve``). The cache is the cluster's: the local disk tier in front of Redis (records,
 leases) and, when configured, S3 (blobs). A result is filed there and announced on
 ``kiln:v1:done``; a failure is filed under ``kiln:v1:failed:<key>`` (``kiln.cluster.queue``).
+Each compile's JSON log line says what the kernel and front-end caches gave it (``"kernels":
+{"hit": 3, "miss": 1}``, ``"frontend": "hit"``); the heartbeat sums them since start.
 
 Failure semantics:
 
@@ -124,7 +126,15 @@ class WorkerRuntime:
         self.pipeline = Pipeline(cache=self.cache, pool=pool, compile_timeout=s.compile_timeout,
                                  failure_ttl=0)
         self.pipeline.on_compile = self._on_compile
+        self.pipeline.on_kernel = self._on_kernel
+        self.pipeline.on_frontend = self._on_frontend
         self.compiles = 0
+        #: Since start: kernel-cache results (hit | miss | fallback) and front-end cache results
+        #: (hit | miss), in the heartbeat; each compile's own are in its log line.
+        self.kernels: dict[str, int] = {}
+        self.frontends: dict[str, int] = {}
+        self._counts_lock = threading.Lock()
+        self._mine = threading.local()  # this thread's compile: its kernel and front-end results
         self._stop = threading.Event()
 
     # -- the task ----------------------------------------------------------------------------
@@ -204,12 +214,39 @@ class WorkerRuntime:
                     raise
                 time.sleep(0.5)
 
+    def _pending(self) -> tuple[dict[str, int], dict[str, int]]:
+        """This thread's (kernel, front-end) results since its last compile ended."""
+        if not hasattr(self._mine, "kernels"):
+            self._mine.kernels, self._mine.frontends = {}, {}
+        return self._mine.kernels, self._mine.frontends
+
+    def _on_kernel(self, kind: str, result: str) -> None:
+        """``Pipeline.on_kernel``: called in the thread running the compile."""
+        mine = self._pending()[0]
+        mine[result] = mine.get(result, 0) + 1
+        with self._counts_lock:
+            self.kernels[result] = self.kernels.get(result, 0) + 1
+
+    def _on_frontend(self, result: str) -> None:
+        """``Pipeline.on_frontend``: called in the thread running the compile."""
+        mine = self._pending()[1]
+        mine[result] = mine.get(result, 0) + 1
+        with self._counts_lock:
+            self.frontends[result] = self.frontends.get(result, 0) + 1
+
     def _on_compile(self, kind: str, outcome: str, seconds: float) -> None:
+        kernels, frontends = self._pending()
+        self._mine.kernels, self._mine.frontends = {}, {}
         if outcome == "rejected":
             return
         self.compiles += 1
-        log.info(json.dumps({"event": "compile", "kind": kind, "outcome": outcome,
-                             "seconds": round(seconds, 3), "worker": self.settings.name}))
+        line: dict[str, Any] = {"event": "compile", "kind": kind, "outcome": outcome,
+                                "seconds": round(seconds, 3), "worker": self.settings.name}
+        if kernels:
+            line["kernels"] = kernels  # e.g. {"hit": 3, "miss": 1}
+        if frontends:
+            line["frontend"] = next(iter(frontends)) if len(frontends) == 1 else frontends
+        log.info(json.dumps(line))
         try:
             self.client.hincrby(COMPILES_KEY, f"{kind}:{outcome}", 1)
         except redis.RedisError:
@@ -252,11 +289,14 @@ class WorkerRuntime:
         threading.Thread(target=beat, name="kiln-heartbeat", daemon=True).start()
 
     def _beat(self, s: WorkerSettings, queues: list[str], started: float) -> bool:
+        with self._counts_lock:
+            kernels, frontends = dict(self.kernels), dict(self.frontends)
         try:
             worker_heartbeat(self.client, s.name, {
                 "name": s.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "queues": queues, "concurrency": s.concurrency, "started": started,
                 "compiles": self.compiles, "busy": self.pipeline.pool.in_flight,
+                "kernels": kernels, "frontend": frontends,
             }, ttl=HEARTBEAT_TTL)
             self.client.sadd(_KNOWN, s.name)
             return True
