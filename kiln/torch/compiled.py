@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,8 @@ import torch
 from kiln.errors import KilnError
 from kiln.torch.runtime import Executable
 
-__all__ = ["CompiledModule", "Loaded", "WeightSet", "compile_mlir", "load", "rebuild"]
+__all__ = ["CompiledFunctions", "CompiledModule", "Loaded", "WeightSet", "compile_mlir", "load",
+           "rebuild", "weight_sources"]
 
 _DRIVERS = {"cpu": "local-task", "vulkan": "vulkan", "cuda": "cuda", "rocm": "hip",
             "metal": "metal"}
@@ -94,10 +95,11 @@ class Loaded:
 
 
 def load(mlir: str, *, server: Any, device: str, target: str | None,
-         driver: str | None = None) -> Loaded:
+         driver: str | None = None, function: str = "main") -> Loaded:
     """Compile and load ``mlir`` for the first candidate that works. ``driver`` overrides the
     runtime driver (e.g. ``local-sync`` for a CPU target: no worker threads, the least per-call
-    overhead for small graphs). Raises the last candidate's error when none works."""
+    overhead for small graphs); ``function``: the executable's default function. Raises the
+    last candidate's error when none works."""
     tried: list[tuple[str, str]] = []
     last: Exception | None = None
     cands = _candidates(device, target)
@@ -108,7 +110,7 @@ def load(mlir: str, *, server: Any, device: str, target: str | None,
     for tgt, drv in cands:
         try:
             data = compile_mlir(mlir, tgt, server=server)
-            exe = Executable(data, driver=driver or drv)
+            exe = Executable(data, driver=driver or drv, function=function)
         except (KilnError, RuntimeError, ValueError) as exc:
             tried.append((tgt, f"{type(exc).__name__}: {exc}"))
             last = exc
@@ -160,23 +162,45 @@ def _attr_getter(module: torch.nn.Module, name: str) -> Callable[[], torch.Tenso
     return lambda: getattr(owner, attr)
 
 
+def weight_sources(modules: Sequence[torch.nn.Module],
+                   params: Mapping[str, torch.Tensor]) -> WeightSet:
+    """The weight set of ``params``, each read at call time from the first of ``modules`` that
+    has it as an attribute path (the exported tensor where none has)."""
+    sources: list[Callable[[], torch.Tensor]] = []
+    for name, t in params.items():
+        for module in modules:
+            try:
+                sources.append(_attr_getter(module, name))
+                break
+            except AttributeError:
+                continue
+        else:  # not an attribute path of any module: the exported tensor
+            sources.append(_constant(t))
+    return WeightSet(list(params), sources)
+
+
 class CompiledModule:
     """``kiln.torch.compile``'s result: call it like the module (same arguments, same output
     structure); inputs whose shapes the export did not declare dynamic must keep their shapes.
 
     ``target``: the normalized target it runs; ``fallbacks``: candidates skipped and why;
-    ``exported``: the ``kiln.torch.importer.Exported`` (MLIR and parameters).
+    ``exported``: the ``kiln.torch.importer.Exported`` (MLIR and parameters). ``function``: the
+    executable's function it calls; ``weights``: the weight set, shared by the functions of one
+    executable (``CompiledFunctions``).
     """
 
-    def __init__(self, module: torch.nn.Module, exported: Any, loaded: Loaded) -> None:
+    def __init__(self, module: torch.nn.Module, exported: Any, loaded: Loaded, *,
+                 function: str = "main", weights: WeightSet | None = None) -> None:
         from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
         self.module = module
         self.exported = exported
         self.target = loaded.target
         self.fallbacks = loaded.fallbacks
+        self.function = function
         self._exe = loaded.executable
-        sig = exported.program.graph_signature
+        program = exported.programs[function]
+        sig = program.graph_signature
         users = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
         self._take = [i for i, s in enumerate(users) if isinstance(s.arg, TensorArgument)]
         outs = [s for s in sig.output_specs if s.kind == OutputKind.USER_OUTPUT]
@@ -184,15 +208,9 @@ class CompiledModule:
             from kiln.torch.importer import ExportError
 
             raise ExportError("only tensor outputs are supported")
-        self._in_spec = exported.program.call_spec.in_spec
-        self._out_spec = exported.program.call_spec.out_spec
-        sources: list[Callable[[], torch.Tensor]] = []
-        for name, t in exported.params.items():
-            try:
-                sources.append(_attr_getter(module, name))
-            except AttributeError:  # not an attribute path of the module: the exported tensor
-                sources.append(_constant(t))
-        self.weights = WeightSet(list(exported.params), sources)
+        self._in_spec = program.call_spec.in_spec
+        self._out_spec = program.call_spec.out_spec
+        self.weights = weights or weight_sources([module], exported.params)
 
         # Positional tensors only, every one an input: no flattening per call.
         n = len(users)
@@ -211,7 +229,36 @@ class CompiledModule:
                 raise TypeError(f"the arguments' structure differs from the example's: {spec}")
             inputs = [flat[i] for i in self._take]
         self.weights.sync(self._exe)
-        return self._rebuild(self._exe(inputs))
+        return self._rebuild(self._exe(inputs, function=self.function))
+
+
+class CompiledFunctions:
+    """``kiln.torch.compile_functions``' result: one executable with several functions, each a
+    ``CompiledModule`` (``fns.prefill(tokens)``, ``fns["decode"](...)``), one weight set bound
+    once for all (a weight read by two functions is one buffer).
+
+    ``target``, ``fallbacks``, ``exported``: as ``CompiledModule``'s; ``functions``: name ->
+    ``CompiledModule``.
+    """
+
+    def __init__(self, modules: Mapping[str, torch.nn.Module], exported: Any,
+                 loaded: Loaded) -> None:
+        self.exported = exported
+        self.target = loaded.target
+        self.fallbacks = loaded.fallbacks
+        self.weights = weight_sources(list(modules.values()), exported.params)
+        self.functions = {name: CompiledModule(m, exported, loaded, function=name,
+                                               weights=self.weights)
+                          for name, m in modules.items()}
+
+    def __getitem__(self, name: str) -> CompiledModule:
+        return self.functions[name]
+
+    def __getattr__(self, name: str) -> CompiledModule:
+        functions = self.__dict__.get("functions", {})
+        if name in functions:
+            return functions[name]  # type: ignore[no-any-return]
+        raise AttributeError(name)
 
 
 def _spec_of(tree: Any) -> Any:

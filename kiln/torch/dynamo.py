@@ -19,6 +19,13 @@ Per graph Dynamo hands over:
   measures, so the executable takes tensors only; the tensor's dynamic dims are exported as
   ``Dim.DYNAMIC``.
 - Outputs are the graph's flat tuple; Dynamo rebuilds dicts, lists and tuples around it.
+- ``nn.LSTM``, ``nn.GRU`` and ``nn.RNN``: Dynamo skips their frames unless
+  ``torch._dynamo.config.allow_rnn`` is on, and then no graph reaches any backend (the module
+  runs eagerly, silently). Importing this module turns it on, for the process: the recurrent
+  modules are traced into graphs, which ``torch.export`` and the decompositions unroll into
+  matrix products Kiln compiles. Dynamo reads its config while it traces, after the backend is
+  chosen, so there is no narrower place to set it; a process that wants Dynamo's default back
+  sets it to False after the import.
 
 Failure semantics: a graph this backend cannot compile (export or import refused, a compile
 error, no target that loads, mutated inputs or buffers, a symbolic size it cannot place) runs
@@ -294,3 +301,4 @@ def _register() -> None:
 
 
 _register()
+torch._dynamo.config.allow_rnn = True

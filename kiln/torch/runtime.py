@@ -38,7 +38,7 @@ from torch.utils.dlpack import from_dlpack, to_dlpack  # type: ignore[attr-defin
 from kiln.client.runtime import release_at_exit, shared_instance
 from kiln.torch.importer import PARAM_SCOPE
 
-__all__ = ["POLL_BUDGET_S", "Executable", "device"]
+__all__ = ["POLL_BUDGET_S", "Executable", "device", "host_view"]
 
 POLL_BUDGET_S = 0.25
 _LOCK = threading.Lock()
@@ -62,7 +62,7 @@ def device(driver: str) -> Any:
         return _rt().get_device(driver)
 
 
-def _host_view(t: torch.Tensor) -> np.ndarray:
+def host_view(t: torch.Tensor) -> np.ndarray:
     """A numpy view of ``t``'s memory (CPU, contiguous); a copy only where it is neither."""
     t = t.detach()
     if t.device.type != "cpu":
@@ -77,6 +77,8 @@ def _host_view(t: torch.Tensor) -> np.ndarray:
 class Executable:
     """A code-only ``.vmfb`` loaded on one driver; ``bind`` gives it a weight set.
 
+    A call runs ``function`` (``main`` unless given) or, with ``function=`` at the call,
+    another public function of the same executable; all read the one bound weight set.
     Thread-safe for calls; ``bind`` replaces the context atomically (a call in flight finishes
     on the weights it started with).
     """
@@ -90,15 +92,25 @@ class Executable:
         self._inst = instance()
         self._vm = rt.VmModule.copy_buffer(self._inst, data)
         self._hal = rt.create_hal_module(self._inst, self.device)
-        self._fn = self._vm.lookup_function(function)
-        if self._fn is None:
-            raise KeyError(f"the executable has no function {function!r}")
-        async_fn = self._vm.lookup_function(function + "$async")
-        self._async = async_fn if driver == "local-task" else None
+        self._fns: dict[str, tuple[Any, Any]] = {}
+        self._fn, self._async = self._lookup(function)
+        self.function = function
         self.poll_budget_s = poll_budget_s
         self._ctx: Any = None
         self._held: tuple[np.ndarray, ...] = ()
         release_at_exit(self)
+
+    def _lookup(self, function: str) -> tuple[Any, Any]:
+        """The function and, on ``local-task``, its ``$async`` form. Raises ``KeyError``."""
+        found = self._fns.get(function)
+        if found is None:
+            fn = self._vm.lookup_function(function)
+            if fn is None:
+                raise KeyError(f"the executable has no function {function!r}")
+            async_fn = self._vm.lookup_function(function + "$async")
+            found = (fn, async_fn if self.driver == "local-task" else None)
+            self._fns[function] = found
+        return found
 
     def release(self) -> None:
         """Drop the runtime objects, the context before the modules and the modules before the
@@ -107,6 +119,7 @@ class Executable:
         self._ctx = None
         self._held = ()
         self._fn = self._async = None
+        self._fns = {}
         self._vm = self._hal = self._inst = None
         self.device = None
 
@@ -118,7 +131,7 @@ class Executable:
         index = rt.ParameterIndex()
         held = []
         for name, t in params.items():
-            host = _host_view(t)
+            host = host_view(t)
             held.append(host)
             index.add_buffer(name, host)
         provider = index.create_provider(scope=PARAM_SCOPE)
@@ -128,12 +141,17 @@ class Executable:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def __call__(self, inputs: Sequence[torch.Tensor], *,
+                 function: str | None = None) -> list[torch.Tensor]:
         rt = _rt()
         ctx = self._ctx
         if ctx is None:
             raise RuntimeError("the executable was released" if self._vm is None
                                else "bind() the weights before calling")
+        if function is None or function == self.function:
+            fn, async_fn = self._fn, self._async
+        else:
+            fn, async_fn = self._lookup(function)
         args = rt.VmVariantList(len(inputs) + 2)
         keep = []
         for t in inputs:
@@ -141,12 +159,12 @@ class Executable:
             keep.append(owner)
             args.push_ref(bv)
         results = rt.VmVariantList(4)
-        if self._async is not None:
+        if async_fn is not None:
             sem = self.device.create_semaphore(0)
             done = rt.HalFence.create_at(sem, 1)
             args.push_ref(rt.HalFence(0))  # nothing to wait for: the inputs are ready
             args.push_ref(done)
-            ctx.invoke(self._async, args, results)
+            ctx.invoke(async_fn, args, results)
             deadline = time.perf_counter() + self.poll_budget_s
             # query() raises when the work failed (the semaphore carries the failure).
             while sem.query() < 1:
@@ -155,7 +173,7 @@ class Executable:
                     break
                 os.sched_yield()
         else:
-            ctx.invoke(self._fn, args, results)
+            ctx.invoke(fn, args, results)
         del args, keep
         return [self._to_torch(results.get_as_ref(i).deref(rt.HalBufferView))
                 for i in range(len(results))]
@@ -170,7 +188,7 @@ class Executable:
                 t = t.clone()
             return self.device.from_dlpack_capsule(to_dlpack(t.detach())), t
         rt = _rt()
-        host = _host_view(t)
+        host = host_view(t)
         from iree.runtime.array_interop import map_dtype_to_element_type
 
         bv = self.device.allocator.allocate_buffer_copy(
