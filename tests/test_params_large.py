@@ -40,7 +40,7 @@ def _status(pid: int) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilnServer]:
     with kiln_server(tmp_path_factory, workers=1, access_log="false",
-                     max_request_bytes=512 << 20) as s:
+                     max_request_bytes=512 << 20, max_upload_bytes_per_client=512 << 20) as s:
         yield s
 
 
@@ -48,7 +48,8 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilnServer]:
 def upload(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     """The tar (model + side file) on disk, and the weight."""
     folder = tmp_path_factory.mktemp("big")
-    w = np.random.default_rng(3).standard_normal((K, K), dtype=np.float32) / np.sqrt(K)
+    w = np.random.default_rng(3).standard_normal((K, K), dtype=np.float32)
+    w /= np.float32(np.sqrt(K))
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, K])],
