@@ -276,11 +276,35 @@ class ArtifactCache:
         ``InsufficientStorage``, other write failures are logged and counted; an unreachable
         remote tier is a local-only write, caught up later."""
         digest = blob_digest(data)
+        self._put_params(digest, len(data), lambda: self.storage.put_blob(digest, data),
+                         graph_digest=graph_digest)
+        return digest
+
+    def put_params_file(self, path: str | os.PathLike[str], *, digest: str,
+                        graph_digest: str) -> str:
+        """``put_params`` from a file whose bytes hash to ``digest`` (as a prepare worker wrote
+        it): every tier reads it in chunks (disk: a copy hashed as it goes; Redis, S3: a chunked
+        or streamed upload), so the archive is never held in memory whole. The file is left in
+        place. ValueError if its bytes do not match ``digest`` (nothing stored)."""
+        digest = normalize_digest(digest)
+        size = os.path.getsize(path)
+        self._put_params(digest, size, lambda: self.storage.put_blob_file(digest, path),
+                         graph_digest=graph_digest)
+        return digest
+
+    def scratch_dir(self) -> Path | None:
+        """A directory for files on their way into this cache (on the disk tier's file system,
+        gc removes a dead writer's leftovers), or None without a disk tier."""
+        local = self.storage.local if isinstance(self.storage, TieredStorage) else self.storage
+        return local.scratch_dir if isinstance(local, DiskStorage) else None
+
+    def _put_params(self, digest: str, size: int, put: Callable[[], None], *,
+                    graph_digest: str) -> None:
         try:
             fresh = self.storage.get_provenance(digest) is None
-            self.storage.put_blob(digest, data)
+            put()
             if fresh and self.authority is not None:
-                text = self.authority.seal_params(digest, len(data), graph_digest=graph_digest)
+                text = self.authority.seal_params(digest, size, graph_digest=graph_digest)
                 if text:
                     self.storage.put_provenance(digest, text)
         except CacheUnavailable:
@@ -290,10 +314,9 @@ class ArtifactCache:
             log.error("kiln cache: could not store the parameter archive %s: %s", digest, exc)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise InsufficientStorage(
-                    f"the cache has no space left for the {len(data)}-byte parameter archive",
-                    detail={"size": len(data)},
+                    f"the cache has no space left for the {size}-byte parameter archive",
+                    detail={"size": size},
                 ) from exc
-        return digest
 
     # -- blobs -------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Layout (``LAYOUT`` is the on-disk format version, independent of ``KEY_VERSION``
     DIR/v1/pins/cd34…90            empty file: this key (its record and blob) is never evicted
     DIR/v1/locks/cd/cd34…90.lock   single-flight lock files (see singleflight.py)
     DIR/v1/gc.lock                 writers hold it shared, gc/verify exclusive
+    DIR/v1/scratch/.tmp-*          files on their way in (a prepare worker's parameter archive)
 
 Invariants and failure semantics:
 
@@ -42,6 +43,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,7 +53,7 @@ from typing import BinaryIO
 from kiln.files import TMP_PREFIX, atomic_write, cache_home
 
 from .key import normalize_digest
-from .store import blob_digest, check_blob, decode_record, encode_record
+from .store import blob_digest, check_blob, decode_record, encode_record, file_chunks
 from .types import ActionRecord, Found, GcReport, RecordAuthority, StoreStats, VerifyReport
 
 __all__ = ["LAYOUT", "DiskStorage", "default_cache_dir"]
@@ -60,6 +62,8 @@ log = logging.getLogger("kiln.cache.disk")
 
 LAYOUT = "v1"
 RACY_SECONDS = 2.0
+#: Age after which gc takes a scratch file for a dead writer's.
+SCRATCH_SECONDS = 24 * 3600.0
 _CHUNK = 1 << 20
 _TMP_PREFIX = TMP_PREFIX
 _UMASK = os.umask(0)
@@ -99,7 +103,11 @@ class DiskStorage:
         self.pins_dir = self.base / "pins"
         self.locks_dir = self.base / "locks"
         self.prov_dir = self.base / "prov"
-        for d in (self.cas_dir, self.ac_dir, self.pins_dir, self.locks_dir, self.prov_dir):
+        #: Files written elsewhere before they are stored (same file system as ``cas_dir``);
+        #: gc removes those older than ``SCRATCH_SECONDS``.
+        self.scratch_dir = self.base / "scratch"
+        for d in (self.cas_dir, self.ac_dir, self.pins_dir, self.locks_dir, self.prov_dir,
+                  self.scratch_dir):
             d.mkdir(parents=True, exist_ok=True)
         self._cas, self._ac = str(self.cas_dir), str(self.ac_dir)  # hot-path string paths
         self.max_size = max_size
@@ -247,6 +255,36 @@ class DiskStorage:
             self._put_blob(digest, data)
         self._after_write(len(data))
 
+    def put_blob_file(self, digest: str, path: str | os.PathLike[str]) -> None:
+        """Copy the file into the CAS in chunks, hashing as it goes; the copy is committed
+        (atomically, fsynced) only when its bytes match ``digest`` (else ValueError)."""
+        digest = normalize_digest(digest)
+        size = os.path.getsize(path)
+        with self._gc_lock(exclusive=False):
+            if self.blob_path(digest) is not None:  # present and verified
+                return
+            dest = self.blob_file(digest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=_TMP_PREFIX)
+            try:
+                os.fchmod(fd, 0o666 & ~_UMASK)
+                with os.fdopen(fd, "wb") as out:
+                    for chunk in file_chunks(path, digest):
+                        out.write(chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, dest)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+            dfd = os.open(dest.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        self._after_write(size)
+
     def put_record(self, record: ActionRecord) -> None:
         with self._gc_lock(exclusive=False):
             self._write_atomic(self.record_file(record.key), encode_record(record))
@@ -361,6 +399,12 @@ class DiskStorage:
         from .singleflight import prune_lock_files
 
         prune_lock_files(self.locks_dir)
+        old = time.time() - SCRATCH_SECONDS
+        with contextlib.suppress(FileNotFoundError):
+            for p in self.scratch_dir.iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    if p.name.startswith(_TMP_PREFIX) and p.stat().st_mtime < old:
+                        p.unlink()
         # Under the exclusive lock no writer is active, so every temp file belongs to a dead one.
         for top in (self.cas_dir, self.ac_dir, self.prov_dir):
             for shard in _dirs(top):

@@ -15,11 +15,21 @@ to the local tier and the compiler. After a connection failure the backend fails
 ``retry_interval`` seconds (so a dead Redis costs one connect timeout per interval, not one per
 request), then tries again: sharing resumes by itself when Redis returns; nothing is ever
 permanently disabled. Socket timeouts are short and configurable.
+
+Large blobs: a blob from a file (``put_blob_file``, a parameter archive) is sent in ``CHUNK``
+pieces (``SET`` then ``APPEND`` to a temporary key that expires on its own, then ``RENAME``), so
+neither side holds a second copy and no reader sees part of it. Redis keeps no string larger than
+its ``proto-max-bulk-len`` (512 MiB by default): a blob over ``max_blob_bytes`` is not sent at
+all (logged once per blob, counted as ``skipped_large``): it stays in the disk tier of the replica
+that made it, and other replicas miss it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -31,7 +41,7 @@ from redis.retry import Retry
 from kiln.errors import CacheUnavailable
 
 from .key import normalize_digest
-from .store import Outage, blob_digest, check_blob, decode_record, encode_record
+from .store import Outage, blob_digest, check_blob, decode_record, encode_record, file_chunks
 from .types import ActionRecord, Found, RecordAuthority, StoreStats, VerifyReport
 
 __all__ = ["DEFAULT_PREFIX", "RedisStorage"]
@@ -39,11 +49,23 @@ __all__ = ["DEFAULT_PREFIX", "RedisStorage"]
 log = logging.getLogger("kiln.cache.redis")
 
 DEFAULT_PREFIX = "kiln:v1:"
+#: Redis's default ``proto-max-bulk-len``: the largest string it keeps.
+MAX_BLOB_BYTES = 512 << 20
+#: How long a half-sent blob's temporary key lives if its writer dies.
+_PARTIAL_TTL_MS = 600_000
 T = TypeVar("T")
 
 
 def _hex(digest: str) -> str:
     return normalize_digest(digest)[len("sha256:") :]
+
+
+@contextlib.contextmanager
+def _suppress_unavailable() -> Iterator[None]:
+    try:
+        yield
+    except CacheUnavailable:
+        pass
 
 
 def redact(url: str) -> str:
@@ -94,6 +116,11 @@ class RedisStorage:
             health_check_interval=0,
         )
         self._outage = Outage(CacheUnavailable)
+        #: Blobs larger than this are not stored (see the module doc); set it to the server's
+        #: ``proto-max-bulk-len`` when that was raised.
+        self.max_blob_bytes = MAX_BLOB_BYTES
+        #: Blobs not stored for their size.
+        self.skipped_large = 0
 
     def location(self) -> str:
         return redact(self.url)
@@ -209,7 +236,47 @@ class RedisStorage:
     def put_blob(self, digest: str, data: bytes) -> None:
         digest = normalize_digest(digest)
         check_blob(digest, data)
+        if self._too_large(digest, len(data)):
+            return
         self.call(self.client.set, self._k_blob(digest), data, px=self.ttl_ms)
+
+    def put_blob_file(self, digest: str, path: str | os.PathLike[str]) -> None:
+        """The file in ``CHUNK`` pieces to a temporary key, renamed to the blob's key once all
+        of it has arrived and matched ``digest`` (else ValueError, the temporary key deleted)."""
+        digest = normalize_digest(digest)
+        if self._too_large(digest, os.path.getsize(path)) or self.has_blob(digest):
+            return
+        tmp = f"{self.prefix}partial:{uuid.uuid4().hex}"
+        try:
+            first = True
+            for chunk in file_chunks(path, digest):
+                if first:
+                    self.call(self.client.set, tmp, chunk, px=_PARTIAL_TTL_MS)
+                    first = False
+                else:
+                    self.call(self.client.append, tmp, chunk)
+            if first:  # an empty file
+                self.call(self.client.set, tmp, b"", px=_PARTIAL_TTL_MS)
+            pipe = self.client.pipeline(transaction=True)
+            pipe.rename(tmp, self._k_blob(digest))
+            if self.ttl_ms:
+                pipe.pexpire(self._k_blob(digest), self.ttl_ms)
+            else:
+                pipe.persist(self._k_blob(digest))
+            self.call(pipe.execute)
+        except BaseException:
+            with _suppress_unavailable():
+                self.call(self.client.delete, tmp)
+            raise
+
+    def _too_large(self, digest: str, size: int) -> bool:
+        if size <= self.max_blob_bytes:
+            return False
+        self.skipped_large += 1
+        log.warning("kiln cache: not storing blob %s in redis: %d bytes is over the %d-byte limit "
+                    "(max_blob_bytes); it stays in the local tier", digest, size,
+                    self.max_blob_bytes)
+        return True
 
     def put_provenance(self, digest: str, provenance: str) -> None:
         """The provenance envelope of a blob stored without a record (a parameter archive)."""

@@ -17,7 +17,10 @@ Invariants:
   object visible only once the whole PUT has arrived and matched, so no reader ever sees half a
   blob. No conditional PUT is needed (Swift ignores ``If-None-Match: *``): the name is the content,
   so two writers racing on one key write the same bytes. A blob already present (HEAD, same size)
-  is not uploaded again.
+  is not uploaded again. A blob from a file (``put_blob_file``, a parameter archive) is streamed
+  from it: one ``PutObject`` up to ``SINGLE_PUT_MAX`` bytes, else a multipart upload whose parts
+  each carry their ``Content-MD5`` (the object appears only when the upload completes; a failed
+  one is aborted). The file is hashed before anything is sent.
 * Every read re-hashes the bytes; a blob that does not match its name is deleted, reported to
   ``on_corrupt`` and is absent — never returned. The blob is written before its record, and a
   record whose blob is gone or corrupt is deleted and is a miss.
@@ -55,6 +58,7 @@ from .store import (
     check_blob,
     decode_record,
     encode_record,
+    file_chunks,
 )
 from .types import ActionRecord, Found, RecordAuthority, StoreStats, VerifyReport
 
@@ -66,6 +70,9 @@ __all__ = ["S3Storage", "parse_s3_url"]
 log = logging.getLogger("kiln.cache.s3")
 
 LAYOUT = "v1"
+#: Largest blob sent in one PUT (S3 refuses a single PUT over 5 GiB); part size beyond it.
+SINGLE_PUT_MAX = 5 << 30
+PART_SIZE = 256 << 20
 T = TypeVar("T")
 
 
@@ -322,6 +329,50 @@ class S3Storage:
         if self._head(okey) == len(data):
             return  # content-addressed: the same bytes are there (every read re-checks them)
         self._put(okey, data)
+
+    def put_blob_file(self, digest: str, path: str | os.PathLike[str]) -> None:
+        """Upload the file, streamed (see the module doc); ValueError, nothing sent, if its
+        bytes do not match ``digest``."""
+        digest = normalize_digest(digest)
+        okey = self._k_blob(digest)
+        size = os.path.getsize(path)
+        md5 = hashlib.md5(usedforsecurity=False)
+        for chunk in file_chunks(path, digest):
+            md5.update(chunk)
+        if self._head(okey) == size:
+            return
+        if size <= SINGLE_PUT_MAX:
+            with open(path, "rb") as f:
+                self.call(
+                    self.client.put_object, Bucket=self.bucket, Key=okey, Body=f,
+                    ContentLength=size, ContentMD5=base64.b64encode(md5.digest()).decode(),
+                    ContentType="application/octet-stream",
+                )  # fmt: skip
+            return
+        self._put_multipart(okey, path)
+
+    def _put_multipart(self, okey: str, path: str | os.PathLike[str]) -> None:
+        up = self.call(self.client.create_multipart_upload, Bucket=self.bucket, Key=okey,
+                       ContentType="application/octet-stream")
+        uid = up["UploadId"]
+        parts = []
+        try:
+            with open(path, "rb") as f:
+                n = 0
+                while part := f.read(PART_SIZE):
+                    n += 1
+                    md5 = base64.b64encode(hashlib.md5(part, usedforsecurity=False).digest())
+                    resp = self.call(self.client.upload_part, Bucket=self.bucket, Key=okey,
+                                     UploadId=uid, PartNumber=n, Body=part,
+                                     ContentMD5=md5.decode())
+                    parts.append({"PartNumber": n, "ETag": resp["ETag"]})
+                    del part
+            self.call(self.client.complete_multipart_upload, Bucket=self.bucket, Key=okey,
+                      UploadId=uid, MultipartUpload={"Parts": parts})
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=okey, UploadId=uid)
+            raise
 
     def put_provenance(self, digest: str, provenance: str) -> None:
         """The provenance envelope of a blob stored without a record (a parameter archive): in

@@ -21,8 +21,10 @@ object store down is not (what the local tier does not hold cannot be served, se
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +47,8 @@ __all__ = [
     "check_blob",
     "decode_record",
     "encode_record",
+    "file_chunks",
+    "file_digest",
 ]
 
 
@@ -114,6 +118,11 @@ class Storage(Protocol):
     def put_blob(self, digest: str, data: bytes) -> None:
         """Store a blob that no record names (a parameter archive: ``ArtifactCache.put_params``).
         ValueError if the bytes do not match the digest."""
+        ...
+
+    def put_blob_file(self, digest: str, path: str | os.PathLike[str]) -> None:
+        """``put_blob`` from a file, read in chunks (a parameter archive larger than memory
+        should be). ValueError if the file's bytes do not match the digest; nothing stored then."""
         ...
 
     def put_provenance(self, digest: str, provenance: str) -> None:
@@ -191,6 +200,32 @@ class Outage:
             if self._down:
                 self._down = False
                 log.warning("kiln cache: %s is reachable again", where)
+
+
+#: Bytes per read when a blob is hashed or copied from a file.
+CHUNK = 8 << 20
+
+
+def file_chunks(path: str | os.PathLike[str], digest: str) -> Iterator[bytes]:
+    """The file's bytes, ``CHUNK`` at a time; after the last chunk, ValueError unless they hash
+    to ``digest`` (a consumer must not commit what it wrote before the iterator is exhausted)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+            yield chunk
+    actual = "sha256:" + h.hexdigest()
+    if actual != digest:
+        raise ValueError(f"blob file {os.fspath(path)!r} hashes to {actual}, not {digest}")
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """``sha256:<hex>`` of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
 
 
 def check_blob(digest: str, data: bytes) -> None:

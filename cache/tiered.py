@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -46,7 +47,7 @@ from kiln.errors import CacheUnavailable
 
 from .disk import DiskStorage
 from .key import normalize_digest
-from .kinds import kind_of
+from .kinds import HEAD_BYTES, kind_of
 from .redis import RedisStorage
 from .store import BlobStoreUnavailable
 from .types import ActionRecord, Found, VerifyReport, WritePolicy
@@ -171,6 +172,14 @@ class TieredStorage:
         tier (``<hex>.blob``) when it refused the write, like a record."""
         self.local.put_blob(digest, data)
         if not self._remote_write(lambda: self.remote.put_blob(digest, data)):
+            self._note_pending(digest, suffix=_BLOB)
+
+    def put_blob_file(self, digest: str, path: str | os.PathLike[str]) -> None:
+        """``put_blob`` from a file: copied into the local tier, then sent to the remote one
+        from that copy (both streamed)."""
+        self.local.put_blob_file(digest, path)
+        local = self.local.blob_file(digest)
+        if not self._remote_write(lambda: self.remote.put_blob_file(digest, local)):
             self._note_pending(digest, suffix=_BLOB)
 
     def put_provenance(self, digest: str, provenance: str) -> None:
@@ -346,15 +355,25 @@ class TieredStorage:
 
     def _copy_blob(self, digest: str) -> bool:
         """Copy a record-less blob and its provenance to the remote tier; False if it is still
-        down. A blob evicted locally meanwhile, or one the guard refuses, is dropped."""
-        data = self.local.get_blob(digest)
-        if data is None or not self._acceptable(data, digest):
+        down. A blob evicted locally meanwhile, or one the guard refuses, is dropped. The blob
+        is sent from its file (streamed, ``put_blob_file``)."""
+        path = self.local.blob_path(digest)
+        if path is None:
+            return True
+        try:
+            with open(path, "rb") as f:
+                head = f.read(HEAD_BYTES)
+        except FileNotFoundError:
+            return True
+        if not self._acceptable(head, digest):
             return True
         prov = self.local.get_provenance(digest)
         try:
-            self.remote.put_blob(digest, data)
+            self.remote.put_blob_file(digest, path)
             if prov:
                 self.remote.put_provenance(digest, prov)
+        except FileNotFoundError:  # evicted locally meanwhile
+            return True
         except CacheUnavailable:
             return False
         return True

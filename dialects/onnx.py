@@ -13,7 +13,9 @@ go into a parameter archive (``.irpa``, ``iree.runtime.ParameterIndex.create_arc
 imported module then holds code, names, shapes and dtypes only. Small integer initializers (shape
 tensors, axes, indices) and 0-d scalars stay inline: the ONNX-to-torch conversion needs some of
 them as constants (an externalized i64 Reshape shape does not lower). Constant *nodes* are code and
-stay inline too.
+stay inline too. The archive is written to a file; weights kept in external files
+(``load_model(defer_weights=True)``) are mapped from those files while it is written, so a
+model's weights are never held in the worker's memory whole.
 """
 
 from __future__ import annotations
@@ -33,13 +35,17 @@ if TYPE_CHECKING:
 
 
 def load_model(
-    data: bytes, *, external_data_dir: str | None, side_files: Collection[str] | None = None
+    data: bytes, *, external_data_dir: str | None, side_files: Collection[str] | None = None,
+    defer_weights: bool = False,
 ) -> onnx_t.ModelProto:
     """Parse ``data``; read the external data it names from ``external_data_dir``.
 
     Every ``location`` is checked before any file is opened (``invalid_graph`` for one that is
     absolute or leaves the directory). ``side_files`` (an upload's, relative ``/`` names): the
-    model must name each of them (a file it does not name is ``invalid_graph``)."""
+    model must name each of them (a file it does not name is ``invalid_graph``).
+    ``defer_weights`` (weights apart): the graph initializers that ``holds_weights`` and keep
+    their data in a file stay there; ``import_model(..., archive_path=)`` copies them from the
+    file into the archive, so a model's weights are never held in memory whole."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -59,13 +65,49 @@ def load_model(
                 detail={"unnamed": [n[:128] for n in unnamed[:20]]},
             )
     if external_data_dir is not None and named:
-        from onnx.external_data_helper import load_external_data_for_model
-
-        try:
-            load_external_data_for_model(model, external_data_dir)
-        except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # a file missing
-            raise InvalidGraph(f"cannot load the model's external data: {exc}") from None
+        deferred = {id(t) for t in _deferrable(model)} if defer_weights else set()
+        _load_external(model, external_data_dir, skip=deferred)
     return model
+
+
+def _load_external(model: onnx_t.ModelProto, base_dir: str, *, skip: Collection[int] = ()
+                   ) -> None:
+    """Read the external data of every tensor whose ``id`` is not in ``skip`` into the model
+    (``invalid_graph`` when a file is missing or short)."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    try:
+        for t in _tensors(model):
+            if uses_external_data(t) and id(t) not in skip:
+                load_external_data_for_tensor(t, base_dir)
+                t.data_location = onnx.TensorProto.DEFAULT
+                del t.external_data[:]
+    except (OSError, ValueError, onnx.checker.ValidationError) as exc:  # a file missing
+        raise InvalidGraph(f"cannot load the model's external data: {exc}") from None
+
+
+def _deferrable(model: onnx_t.ModelProto) -> list[onnx_t.TensorProto]:
+    """The graph initializers kept in external files that an externalizing import puts in the
+    archive whole: weights (``holds_weights``) whose stored bytes are what
+    ``numpy_helper.to_array`` gives (not BFLOAT16, which onnx converts)."""
+    import onnx
+
+    constant = _constant_operands(model)
+    return [
+        t for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL and t.data_type in _RAW_TYPES
+        and holds_weights(t, constant_operand=t.name in constant)
+    ]
+
+
+def _constant_operands(model: onnx_t.ModelProto) -> set[str]:
+    return {
+        name
+        for node in model.graph.node
+        for i, name in enumerate(node.input)
+        if i in _CONSTANT_OPERANDS.get(node.op_type, ())
+    }
 
 
 def _tensors(model: onnx_t.ModelProto):
@@ -113,6 +155,8 @@ ELEMENTS_THRESHOLD = 100
 _FLOAT_TYPES = frozenset({1, 10, 11, 16})  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 # Integer types stored byte-aligned like numpy's (BOOL is not: IREE packs i1 parameters).
 _INT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
+#: Types whose external bytes are the archive's bytes as they are (little-endian raw data).
+_RAW_TYPES = frozenset({1, 10, 11}) | _INT_TYPES
 # Operands the ONNX-to-torch conversion reads as constants (sizes, scales, pads).
 _CONSTANT_OPERANDS = {"Resize": {1, 2, 3}, "Upsample": {1}, "Pad": {1, 2, 3}}
 
@@ -132,18 +176,26 @@ def holds_weights(t: onnx_t.TensorProto, *, constant_operand: bool = False) -> b
 
 
 def import_model(
-    model: onnx_t.ModelProto, *, context: ir.Context, externalize: bool = False
-) -> tuple[ir.Module, bytes | None]:
+    model: onnx_t.ModelProto, *, context: ir.Context, externalize: bool = False,
+    archive_path: str | None = None, external_data_dir: str | None = None,
+) -> tuple[ir.Module, tuple[str, int] | None]:
     """Shape-infer and import; raise ``InvalidGraph`` when the importer refuses the model.
 
-    Returns the module and, with ``externalize``, the parameter archive's bytes (None when the
-    model has no weights to externalize). ``context`` must have ``util`` and ``torch_c`` loaded
-    when externalizing (the importer creates their ops without parsing them)."""
+    With ``externalize`` the parameter archive is written to ``archive_path`` (required then) and
+    its ``("sha256:<hex>", size)`` returned; None when the model has no weights to externalize
+    (nothing is written). Weights ``load_model(defer_weights=True)`` left in their files are read
+    from ``external_data_dir``. ``context`` must have ``util`` and ``torch_c`` loaded when
+    externalizing (the importer creates their ops without parsing them)."""
     import onnx
 
-    from kiln.dialects.onnx_fixes import fix_model
+    from kiln.dialects.onnx_fixes import _has_candidates, fix_model
     from kiln.dialects.onnx_shapes import fold_shapes, needs_folding
 
+    if externalize and archive_path is None:
+        raise ValueError("externalize needs an archive_path")
+    if external_data_dir is not None and _has_candidates(model):
+        # The fixes read every initializer's values: load what load_model left in its files.
+        _load_external(model, external_data_dir)
     model, _ = fix_model(model)  # rewrites of forms IREE cannot lower; never raises
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
@@ -164,7 +216,10 @@ def import_model(
     # ONNX carries free-form strings (attribute values and names, metadata) into the module: the
     # imported IR is held to the same allow-list as MLIR sent as such.
     check_module(module, what="the imported ONNX model")
-    return module, (_archive(imp) if externalize else None)
+    if not externalize:
+        return module, None
+    assert archive_path is not None
+    return module, _archive(imp, path=archive_path, external_data_dir=external_data_dir)
 
 
 def _import(model: onnx_t.ModelProto, *, context: ir.Context, externalize: bool
@@ -194,12 +249,7 @@ def _externalizing_importer(info: Any, module: ir.Module, model: onnx_t.ModelPro
         ParamData,
     )
 
-    constant = {
-        name
-        for node in model.graph.node
-        for i, name in enumerate(node.input)
-        if i in _CONSTANT_OPERANDS.get(node.op_type, ())
-    }
+    constant = _constant_operands(model)
 
     class Importer(IREENodeImporter):  # type: ignore[misc]
         def import_initializer(self, initializer: Any, extern_name: str | None = None) -> Any:
@@ -230,10 +280,12 @@ def _externalizing_importer(info: Any, module: ir.Module, model: onnx_t.ModelPro
     return imp
 
 
-def _archive(imp: Any) -> bytes | None:
-    """The ``.irpa`` of the initializers ``imp`` externalized, keyed as the IR names them;
-    None when there were none. The bytes depend only on the names, order and values."""
-    import tempfile
+def _archive(imp: Any, *, path: str, external_data_dir: str | None) -> tuple[str, int] | None:
+    """Write the ``.irpa`` of the initializers ``imp`` externalized, keyed as the IR names them,
+    to ``path``; its ``("sha256:<hex>", size)``, or None (nothing written) when there were none.
+    The bytes depend only on the names, order and values. A weight still in its external file is
+    mapped from it, not read into memory."""
+    import hashlib
 
     import iree.runtime as rt
     from onnx import numpy_helper
@@ -248,16 +300,47 @@ def _archive(imp: Any) -> bytes | None:
         if key in seen:
             raise InvalidGraph(f"two initializers are both named {key[:64]!r} once sanitized")
         seen.add(key)
+        t = imp._gi.initializer_map[name]
         try:
-            array = numpy_helper.to_array(imp._gi.initializer_map[name])
-        except (ValueError, TypeError) as exc:  # dims that its data does not fill, ...
+            if t.external_data and external_data_dir is not None:
+                array = _mapped(t, external_data_dir)
+            else:
+                array = numpy_helper.to_array(t)
+        except (ValueError, TypeError, OSError) as exc:  # dims that its data does not fill, ...
             raise InvalidGraph(
                 f"initializer {name[:64]!r} cannot be read: {exc}", detail={"initializer": name[:64]}
             ) from None
         held.append(array)
         index.add_buffer(key, array)
-    with tempfile.TemporaryDirectory(prefix="kiln-params-") as tmp:
-        path = os.path.join(tmp, "params.irpa")
-        index.create_archive_file(path)
-        with open(path, "rb") as f:
-            return f.read()
+    index.create_archive_file(path)
+    del index, held
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return "sha256:" + h.hexdigest(), size
+
+
+def _mapped(t: onnx_t.TensorProto, base_dir: str) -> Any:
+    """The bytes of an external tensor as a read-only map of its file (``ValueError`` when the
+    file does not hold as many bytes as the tensor's dims and type need)."""
+    import numpy as np
+    from onnx import helper
+
+    entries = {e.key: e.value for e in t.external_data}
+    offset = int(entries.get("offset") or 0)
+    n = 1
+    for d in t.dims:
+        n *= d
+    need = n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+    length = int(entries["length"]) if entries.get("length") else None
+    file = os.path.join(base_dir, entries["location"])  # checked by _check_external_data
+    have = os.path.getsize(file) - offset
+    if (length is not None and length != need) or have < need:
+        raise ValueError(f"its external data holds {min(have, length or have)} bytes, "
+                         f"its dims and type need {need}")
+    if need == 0:
+        return np.zeros(0, np.uint8)
+    return np.memmap(file, dtype=np.uint8, mode="r", offset=offset, shape=(need,))

@@ -63,7 +63,7 @@ class PreparedGraph:
     ``signatures``: the public functions' argument and result types, as imported (before any
     entry point is added), in ``functions`` order.
     ``params``: with weights apart (option ``params: "external"``), the parameter archive
-    (``.irpa`` bytes) an ONNX import wrote; ``mlir`` then names the weights without their values.
+    (``.irpa`` file) an ONNX import wrote; ``mlir`` then names the weights without their values.
     None otherwise (also for MLIR whose weights are already named parameters).
     """
 
@@ -74,7 +74,18 @@ class PreparedGraph:
     functions: tuple[str, ...]
     traits: GraphTraits = field(default_factory=GraphTraits)
     signatures: tuple[FunctionSignature, ...] = ()
-    params: bytes | None = field(default=None, repr=False)
+    params: ParamsFile | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ParamsFile:
+    """A parameter archive (``.irpa``) that a prepare worker wrote to a file, so the weights never
+    cross the worker's pipe nor sit in the caller's memory. The caller owns ``path`` (it removes
+    the file once the archive is stored: ``kiln.compiler.pipeline``)."""
+
+    path: str
+    digest: str  # "sha256:<hex>" of the file's bytes
+    size: int  # bytes
 
 
 # -- function signatures ------------------------------------------------------------------------

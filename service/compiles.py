@@ -189,7 +189,7 @@ class CompileService:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         graph = await self._thread(partial(self.pipeline.prepare, data, format=format,
                                            params=opts.params, **side_files(upload)))
-        held = len(graph.mlir) + len(graph.params or b"")
+        held = len(graph.mlir)  # a parameter archive waits in a file (PreparedGraph.params)
         self.prepared.take(held)  # Overloaded: too many large graphs waiting at once
         try:
             return await self._compile_prepared(fp, graph, specs, opts)

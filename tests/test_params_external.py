@@ -299,8 +299,15 @@ def test_the_archive_is_the_same_bytes_for_the_same_weights(pipeline: Any) -> No
     data = convnet(3).SerializeToString()
     a = pipeline.prepare(data, params="external")
     b = pipeline.prepare(data, params="external")
-    assert a.params is not None and a.params[:4] == b"IRPA" and a.params == b.params
+    assert a.params is not None and b.params is not None and a.params.path != b.params.path
+    data_a, data_b = Path(a.params.path).read_bytes(), Path(b.params.path).read_bytes()
+    assert data_a[:4] == b"IRPA" and data_a == data_b
+    assert (a.params.digest, a.params.size) == (b.params.digest, b.params.size)
+    assert a.params.digest == "sha256:" + hashlib.sha256(data_a).hexdigest()
     assert "#stream.parameter.named" in a.mlir and a.digest == b.digest
+    path = a.params.path
+    del a  # the archive file lives as long as its graph
+    assert not Path(path).exists()
     assert pipeline.prepare(data).params is None
 
 
@@ -369,11 +376,11 @@ def test_a_constant_nodes_weights_are_named_after_their_value(
     data = model.SerializeToString()
     a = pipeline.prepare(data, params="external")
     b = pipeline.prepare(data, params="external")
-    assert a.digest == b.digest and a.params == b.params
+    assert a.params is not None and b.params is not None
+    assert a.digest == b.digest and a.params.digest == b.params.digest
     assert '"model"::"/embeddings/Constant_output_0"' in a.mlir
     art = pipeline.compile_prepared(a, parse_target("cpu"), normalize_options(EXTERNAL))
-    archive = tmp_path / "params.irpa"
-    archive.write_bytes(a.params)
+    archive = Path(a.params.path)
     fn = load_vmfb(art.data, driver="local-task", params=ParamsArchive.open(archive))["const"]
     x = inputs((4, 16))
     np.testing.assert_allclose(np.asarray(fn(x)), reference(model, x), rtol=1e-5, atol=1e-5)

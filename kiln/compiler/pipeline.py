@@ -29,9 +29,11 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kiln.compiler import frontend, kernels
@@ -247,9 +249,11 @@ class Pipeline:
         MLIR holding its weights inline). ``side_files``: the files of ``external_data_dir``
         (an upload's), each of which the model must name (else ``invalid_graph``)."""
         sides = tuple(side_files) if side_files is not None else None
+        scratch = self.cache.scratch_dir() if self.cache is not None else None
         try:
             graph: PreparedGraph = self.prepare_pool.run(
-                PrepareJob(data, format, external_data_dir, params, sides),
+                PrepareJob(data, format, external_data_dir, params, sides,
+                           str(scratch) if scratch is not None else None),
                 timeout=self.prepare_timeout,
                 command_hint=["kiln-import"],
             )
@@ -260,6 +264,10 @@ class Pipeline:
             raise InvalidGraph(
                 f"the graph crashed the importer/parser: {exc.message}", detail=exc.detail
             ) from None
+        if graph.params is not None:
+            # The archive file lives as long as the graph that names it (a job's graph outlives
+            # its request); the cache keeps its own copy (store_params).
+            weakref.finalize(graph, _remove, graph.params.path)
         return graph
 
     def flags_for(
@@ -380,11 +388,12 @@ class Pipeline:
         compile answer never names an archive the cache has dropped."""
         if graph.params is None:
             return None
-        data = graph.params
+        f = graph.params
         if self.cache is None:
-            return Params("sha256:" + hashlib.sha256(data).hexdigest(), len(data), _data=data)
-        digest = self.cache.put_params(data, graph_digest=graph.digest)
-        return Params(digest, len(data), _load=self.cache.read_blob)
+            return Params(f.digest, f.size, _data=Path(f.path).read_bytes())
+        # streamed from the worker's file into every tier: never held here whole
+        digest = self.cache.put_params_file(f.path, digest=f.digest, graph_digest=graph.digest)
+        return Params(digest, f.size, _load=self.cache.read_blob)
 
     def lookup(self, target: str, key: str) -> Artifact | None:
         """The cached artifact under a known compile key (verified), or None."""
@@ -535,6 +544,13 @@ class Pipeline:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _command(flags: Sequence[str]) -> list[str]:

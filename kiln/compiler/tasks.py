@@ -60,11 +60,13 @@ class PrepareJob:
     #: The files of ``external_data_dir`` that the model must each name (an upload's side
     #: files); None: whatever the directory holds (a local model's folder).
     side_files: tuple[str, ...] | None = None
+    #: Where the parameter archive is written (a new file in it); None: the temp directory.
+    params_dir: str | None = None
 
     def run(self) -> PreparedGraph:
         return prepare(data=self.data, declared_format=self.declared_format,
                        external_data_dir=self.external_data_dir, params=self.params,
-                       side_files=self.side_files)
+                       side_files=self.side_files, params_dir=self.params_dir)
 
 
 @dataclass(frozen=True)
@@ -190,23 +192,41 @@ def _context(*load: str) -> Any:
 def prepare(
     *, data: bytes, declared_format: str | None = None, external_data_dir: str | None = None,
     params: str = "embedded", side_files: tuple[str, ...] | None = None,
+    params_dir: str | None = None,
 ) -> PreparedGraph:
     """Detect, import, verify and canonicalize a graph; count its ops (``GraphTraits``).
 
-    ``params="external"``: an ONNX model's weights go to a parameter archive
-    (``PreparedGraph.params``) and the canonical text names them (kiln.dialects.onnx); MLIR must
-    already read its weights from named parameters, else ``InvalidRequest``
-    (``kiln.lowering.params.inline_weights``)."""
+    ``params="external"``: an ONNX model's weights go to a parameter archive, a new ``.irpa``
+    file in ``params_dir`` (``PreparedGraph.params``; the caller removes it), and the canonical
+    text names them (kiln.dialects.onnx); MLIR must already read its weights from named
+    parameters, else ``InvalidRequest`` (``kiln.lowering.params.inline_weights``). A failure
+    leaves no archive behind."""
+    made: list[str] = []
+    try:
+        return _prepare(data=data, declared_format=declared_format,
+                        external_data_dir=external_data_dir, params=params,
+                        side_files=side_files, params_dir=params_dir, made=made)
+    except BaseException:
+        for path in made:
+            _unlink(path)
+        raise
+
+
+def _prepare(
+    *, data: bytes, declared_format: str | None, external_data_dir: str | None, params: str,
+    side_files: tuple[str, ...] | None, params_dir: str | None, made: list[str],
+) -> PreparedGraph:
+    """``prepare``; appends the archive it creates to ``made`` (removed on failure)."""
     from kiln.dialects import mlir as mlir_dialect
     from kiln.dialects import onnx as onnx_dialect
     from kiln.dialects.detect import detect_format, dialect_of
     from kiln.dialects.traits import graph_traits
-    from kiln.dialects.types import GraphFormat, InputDialect, PreparedGraph
+    from kiln.dialects.types import GraphFormat, InputDialect, ParamsFile, PreparedGraph
     from kiln.lowering.canonical import canonicalize, check_expansion, digest_text
     from kiln.lowering.entry_points import add_async_entry_points
 
     external = params == "external"
-    archive: bytes | None = None
+    archive: ParamsFile | None = None
     fmt = detect_format(data, declared=declared_format)
     if fmt is GraphFormat.ONNX:
         ctx = _context(*(_ONNX_EXTERNAL_DIALECTS if external else _ONNX_IMPORTER_DIALECTS))
@@ -214,8 +234,19 @@ def prepare(
         ctx = _context()
     if fmt is GraphFormat.ONNX:
         model = onnx_dialect.load_model(data, external_data_dir=external_data_dir,
-                                        side_files=side_files)
-        module, archive = onnx_dialect.import_model(model, context=ctx, externalize=external)
+                                        side_files=side_files, defer_weights=external)
+        path = None
+        if external:
+            fd, path = tempfile.mkstemp(dir=params_dir, prefix=".tmp-params-", suffix=".irpa")
+            os.close(fd)
+            made.append(path)
+        module, written = onnx_dialect.import_model(
+            model, context=ctx, externalize=external, archive_path=path,
+            external_data_dir=external_data_dir)
+        if written is not None and path is not None:
+            archive = ParamsFile(path, *written)
+        elif path is not None:
+            _unlink(path)
         del model
         try:
             module.operation.verify()
@@ -291,6 +322,13 @@ def _signatures(ops: list[tuple[Any, str]]) -> tuple[FunctionSignature, ...]:
         out.append(FunctionSignature.from_types(name, map(str, ftype.inputs),
                                                 map(str, ftype.results)))
     return tuple(out)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _dir_bytes(path: str | None) -> int:

@@ -255,6 +255,8 @@ class _Slot:
                 job.future.set_exception(exc)
             finally:
                 self.busy = False
+            # the result is the caller's: it must not live on here until the next job
+            del job
 
     def _run(self, job: _Job) -> Any:
         if self.proc is None or self.proc.poll() is not None:
