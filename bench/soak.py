@@ -40,6 +40,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.cluster import rss_tree
 from tests.graphs import LINALG
 from tests.server import kiln_server
 
@@ -76,28 +77,6 @@ class Tally:
             self.n_errors += 1
             if len(self.errors) < 50:
                 self.errors.append(msg)
-
-
-def _rss_tree(pid: int) -> int:
-    """Resident bytes of ``pid`` and every descendant."""
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            m = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{p}/status").read_text())
-        except OSError:
-            m = None
-        total += int(m.group(1)) * 1024 if m else 0
-        todo += kids.get(p, [])
-    return total
 
 
 def _compile(c: httpx.Client, text: str, tally: Tally) -> tuple[str, str] | None:
@@ -166,7 +145,7 @@ def soak(minutes: float, clients: int, workers: int, tmp: Path) -> dict[str, Any
         rss: list[tuple[float, int]] = []
         t0 = time.monotonic()
         while any(t.is_alive() for t in threads):
-            rss.append((time.monotonic() - t0, _rss_tree(srv.proc.pid)))
+            rss.append((time.monotonic() - t0, rss_tree(srv.proc.pid)))
             time.sleep(5)
         for t in threads:
             t.join()

@@ -54,22 +54,29 @@ class ClusterWorker:
 
     @classmethod
     def start(cls, root: Path, name: str, *, redis_url: str, key_file: Path,
-              s3: tuple[str, dict[str, str]], kernel_cache: bool = True,
-              timeout: float = 120.0) -> ClusterWorker:
-        """Start and return once it consumes (``timeout`` s at most)."""
+              s3: tuple[str, dict[str, str]] | None = None, kernel_cache: bool | None = True,
+              cpu: int | None = None, timeout: float = 120.0) -> ClusterWorker:
+        """Start and return once it consumes (``timeout`` s at most). ``s3``: (url, environment)
+        of the object store for the blobs; ``kernel_cache``: on for every kind, off, or None for
+        the default; ``cpu``: pinned to that core (taskset)."""
         root.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-        env.update(s3[1])
+        s3_args: list[str] = []
+        if s3 is not None:
+            s3_args = ["--s3-url", s3[0]]
+            env.update(s3[1])
+        if kernel_cache is not None:
+            env["KILN_KERNEL_CACHE"] = "1" if kernel_cache else "0"
         env.update(KILN_SIGNING_KEY_FILE=str(key_file), TMPDIR=str(root),
-                   KILN_KERNEL_CACHE="1" if kernel_cache else "0",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
         log_path = root / f"{name}.log"
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
+                [*pin, sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
                  "--cache-dir", str(root / "cache"), "--concurrency", "1", "--name", name,
                  "--visibility-timeout", str(VISIBILITY), "--lease-seconds", "3",
-                 "--compile-timeout", "120", "--s3-url", s3[0]],
+                 "--compile-timeout", "120", *s3_args],
                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         w = cls(name, proc, log_path)
         deadline = time.monotonic() + timeout
@@ -97,6 +104,9 @@ class ClusterWorker:
 
     def received(self) -> int:
         return self.log().count("] received")
+
+    def finished(self, key: str) -> bool:
+        return f'"event": "task", "key": "{key}"' in self.log()
 
     def group_alive(self) -> bool:
         try:

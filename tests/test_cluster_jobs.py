@@ -21,9 +21,6 @@ import io
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,14 +33,11 @@ import pytest
 import redis
 
 from kiln.client.runtime import load_vmfb
+from tests.cluster import AOF, VISIBILITY
+from tests.cluster import ClusterWorker as Worker
 from tests.conftest_redis import RedisServer, free_port
-from tests.server import REPO, KilnServer, kiln_server
+from tests.server import KilnServer, kiln_server
 from tests.swift import SwiftServer, swift_missing
-
-# s: the backstop after which any unacknowledged message is handed out again; the tests show
-# that a dead worker's messages come back long before, through the workers' heartbeats.
-VISIBILITY = 60.0
-AOF = ("--appendonly", "yes", "--appendfsync", "always")
 
 
 def chain(layers: int, seed: float) -> str:
@@ -84,69 +78,6 @@ def chain_reference(layers: int, seed: float, x: np.ndarray, w: np.ndarray) -> n
 
 def job_request(layers: int, seed: float, targets: tuple[str, ...] = ("cpu",)) -> dict[str, Any]:
     return {"graph": {"format": "mlir", "data": chain(layers, seed)}, "targets": list(targets)}
-
-
-@dataclass
-class Worker:
-    """A `kiln worker` process (it leads its own process group)."""
-
-    name: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-
-    @classmethod
-    def start(cls, root: Path, name: str, redis_url: str, key_file: Path, *,
-              cpu: int | None = None, s3: tuple[str, dict[str, str]] | None = None) -> Worker:
-        """Start and wait until it consumes; ``cpu``: pinned to that core (taskset); ``s3``:
-        (url, environment) of the object store for the blobs."""
-        root.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-        s3_args: list[str] = []
-        if s3 is not None:
-            s3_args = ["--s3-url", s3[0]]
-            env.update(s3[1])
-        env.update(KILN_SIGNING_KEY_FILE=str(key_file), TMPDIR=str(root),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
-        log_path = root / f"{name}.log"
-        with open(log_path, "wb") as log:
-            pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-            proc = subprocess.Popen(
-                [*pin, sys.executable, "-m", "kiln.cli", "worker", "--redis-url", redis_url,
-                 "--cache-dir", str(root / "cache"), "--concurrency", "1", "--name", name,
-                 "--visibility-timeout", str(VISIBILITY), "--lease-seconds", "3",
-                 "--compile-timeout", "120", *s3_args],
-                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        w = cls(name, proc, log_path)
-        deadline = time.monotonic() + 60
-        while " ready." not in w.log():
-            assert proc.poll() is None and time.monotonic() < deadline, w.log()[-3000:]
-            time.sleep(0.1)
-        return w
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def received(self) -> int:
-        return self.log().count("] received")
-
-    def finished(self, key: str) -> bool:
-        return f'"event": "task", "key": "{key}"' in self.log()
-
-    def group_alive(self) -> bool:
-        try:
-            os.killpg(self.proc.pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 @dataclass
@@ -201,8 +132,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         stack.callback(lambda: [w.stop() for w in workers])
         with concurrent.futures.ThreadPoolExecutor(4) as ex:
             api_futs = [ex.submit(cm.__enter__) for cm in cms]
-            worker_futs = [ex.submit(Worker.start, root / f"worker-{n}", f"w{n}", rs.url,
-                                     key_file, s3=s3) for n in (1, 2)]
+            worker_futs = [ex.submit(Worker.start, root / f"worker-{n}", f"w{n}",
+                                     redis_url=rs.url, key_file=key_file, s3=s3,
+                                     kernel_cache=None) for n in (1, 2)]
             for cm, fut in zip(cms, api_futs, strict=True):
                 with contextlib.suppress(Exception):
                     fut.result()
@@ -318,8 +250,8 @@ def test_a_worker_killed_mid_compile_loses_no_job_and_leaves_no_compiler(
         time.sleep(0.1)
     # A fresh worker takes its place for the tests below.
     cluster.workers[cluster.workers.index(victim)] = Worker.start(
-        cluster.root / f"{victim.name}-2", f"{victim.name}b", cluster.redis.url,
-        cluster.key_file, s3=cluster.s3)
+        cluster.root / f"{victim.name}-2", f"{victim.name}b", redis_url=cluster.redis.url,
+        key_file=cluster.key_file, s3=cluster.s3, kernel_cache=None)
 
 
 @pytest.mark.redis

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster import rss_tree
 from tests.graphs import onnx_external_data, onnx_mlp
 from tests.server import KilnServer, kiln_server
 
@@ -183,21 +184,15 @@ def test_bad_input_answers_a_clean_envelope(srv: KilnServer, before: set[str], n
     assert _files(srv.root, srv.cache_dir) == before
 
 
-def _rss_tree(pid: int) -> int:
-    from bench.soak import _rss_tree as rss
-
-    return rss(pid)
-
-
 def test_an_amplified_graph_is_refused_fast_and_small(srv: KilnServer) -> None:
-    before = _rss_tree(srv.proc.pid)
+    before = rss_tree(srv.proc.pid)
     t0 = time.monotonic()
     r = srv.client().post("/v1/compile", json=_mlir(_amplified(uses=5000)))
     took = time.monotonic() - t0
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:500]
     assert r.json()["error"]["detail"]["canonical_bytes"] > r.json()["error"]["detail"]["limit"]
     assert took < 60
-    assert _rss_tree(srv.proc.pid) - before < 512 << 20  # +1.0-1.3 GB when it was expanded
+    assert rss_tree(srv.proc.pid) - before < 512 << 20  # +1.0-1.3 GB when it was expanded
     assert srv.healthy()
 
 
