@@ -185,6 +185,14 @@ def test_the_sdk_and_the_cli_send_the_side_files(srv: KilnServer, apart: Path,
     assert (tmp_path / "m.vmfb").stat().st_size > 0
 
 
+def test_mlir_text_is_never_taken_for_a_path() -> None:
+    from kiln.client.side_files import with_side_files
+
+    # Longer than a file name may be, and with a NUL: neither is a path to look at.
+    for text in ("func.func @f() {\n" + "  // " + "x" * 400 + "\n  return\n}\n", "a\0b"):
+        assert with_side_files(text) is text
+
+
 def test_the_sdk_never_reads_a_location_outside_the_models_folder(tmp_path: Path) -> None:
     model = mlp()
     onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True,

@@ -183,7 +183,10 @@ def with_side_files(graph: G) -> G | OnnxFiles:
     if isinstance(graph, OnnxFiles) or not isinstance(graph, str | os.PathLike):
         return graph
     path = Path(os.fspath(graph))  # type: ignore[arg-type]  # narrowed above
-    if not path.is_file():
+    try:
+        if not path.is_file():
+            return graph
+    except (OSError, ValueError):  # MLIR text, not a path: too long a name, a NUL byte
         return graph
     try:
         data = path.read_bytes()
