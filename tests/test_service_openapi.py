@@ -117,9 +117,10 @@ def test_every_route_is_described_with_its_errors(spec: dict[str, Any]) -> None:
     assert "unsupported_target" in codes and "incompatible_runtime" in codes
     compile_ = paths["/v1/compile"]["post"]
     assert set(compile_["responses"]) >= {"200", "400", "409", "413", "422", "503", "507"}
-    # Both body forms, the raw one with its query parameters.
+    # The three body forms: JSON, raw bytes and a tar of ONNX with its side files (the raw ones
+    # with their query parameters).
     assert set(compile_["requestBody"]["content"]) == {
-        "application/json", "application/octet-stream"}
+        "application/json", "application/octet-stream", "application/x-tar"}
     params = {p["name"]: p for p in compile_["parameters"]}
     assert set(params) == {"format", "target", "option", "params", "X-Kiln-Runtime"}
     assert "opt_level=O3" in json.dumps(params["option"]["schema"])
