@@ -64,6 +64,15 @@ VALUE_DIALECTS = frozenset({
 #: parameter archive at run time, never from a path at compile time).
 VALUE_ATTRIBUTES = frozenset({"flow.parameter.named", "stream.parameter.named"})
 
+# The ONNX importer's record of the model's operator sets: ``{domain = version : si64, ...}``.
+# Its keys are ONNX domain names (``ai.onnx.ml``, ``ai.onnx.preview.training``, ``com.microsoft``
+# or a custom one), data no part of IREE reads as an attribute; the value holds nothing but
+# such integer entries, or it is checked like any other.
+_OPSET_VERSIONS = re.compile(
+    r"(torch\.onnx_meta\.opset_versions[ \t]*=[ \t]*)\{((?:[ \t]*[A-Za-z_][\w$.]*[ \t]*="
+    r"[ \t]*-?[0-9]+[ \t]*:[ \t]*si64[ \t]*,?)*)[ \t]*\}"
+)
+
 # One token of generic-form MLIR that matters here: a string literal (possibly an attribute name
 # in quotes, when ``=`` follows), a dialect attribute or type reference, or a dotted attribute
 # name followed by ``=``. String literals are matched first, so nothing inside them is a token.
@@ -91,6 +100,7 @@ def check_generic_text(text: str, *, what: str = "the graph") -> None:
     Everything is read before anything is refused, so that the most telling refusal is the one
     reported: a ``hal.*`` attribute name, then any other name, then a value (the printer defines
     aliases first, so the value of ``hal.device.targets`` precedes its name in the text)."""
+    text = _OPSET_VERSIONS.sub(r"\1{}", text)
     hal_name: str | None = None
     bad_name: str | None = None
     bad_value: tuple[str, str, str] | None = None

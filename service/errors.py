@@ -165,6 +165,19 @@ async def send_error(send: Send, exc: KilnError, *, head: bool = False) -> None:
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
+def _allowed(request: Request) -> str:
+    """Every method some route serves at this path (Starlette's 405 names only the first route
+    that matched the path, and a path may have a route per method)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 def internal_error() -> KilnError:
     return KilnError("internal server error; the request id in X-Request-ID locates it in the log")
 
@@ -202,10 +215,13 @@ def install_error_handlers(app: FastAPI, *, private_paths: Sequence[str | Path] 
         else:
             code, msg = "invalid_request", str(exc.detail)[:500]
         note_code(request.scope, code)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed(request)
         return Response(
             _body(code, msg, None),
             status_code=exc.status_code,
-            headers=dict(exc.headers or {}),
+            headers=headers,
             media_type="application/json",
         )
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kiln.errors import InvalidGraph
 from tests.server import KilnServer, kiln_server
 
 MARKER = b"KILN_MARKER_7f3c1e9a5b"
@@ -154,3 +155,16 @@ def _b64(model: Any) -> str:
     import base64
 
     return base64.b64encode(model.SerializeToString()).decode()
+
+
+def test_onnx_operator_set_domains_are_data_not_attributes() -> None:
+    """The importer records the model's operator sets (``ai.onnx.ml``, ``ai.onnx.preview.training``,
+    a custom domain) as dictionary keys; they pass, and nothing else hides in that dictionary."""
+    from kiln.dialects.allowlist import check_generic_text
+
+    head = '"builtin.module"() ({}) {torch.onnx_meta.opset_versions = '
+    check_generic_text(head + '{ai.onnx.preview.training = 1 : si64, my.ops = 3 : si64}} : () -> ()')
+    for smuggled in ('{hal.executable.objects = [#hal.executable.object<{path = "/x.o"}>]}}',
+                     '{ai.onnx.ml = 3 : si64}, hal.executable.objects = []}'):
+        with pytest.raises(InvalidGraph):
+            check_generic_text(head + smuggled + " : () -> ()")
