@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -243,3 +244,21 @@ def _container_server_answers(s3: Any) -> None:
             return
         raise
     raise RuntimeError("a bucket that was never made exists")
+
+
+@contextlib.contextmanager
+def running_swift(root: Path, bucket: str) -> Iterator[SwiftServer]:
+    """A started Swift with ``bucket`` created, closed on exit; a missing Swift fails the test
+    (scripts/bootstrap.sh installs it)."""
+    import pytest
+
+    missing = swift_missing()
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not on PATH (scripts/bootstrap.sh installs Swift)")
+    server = SwiftServer(root)
+    server.start()
+    try:
+        server.create_bucket(bucket)
+        yield server
+    finally:
+        server.close()

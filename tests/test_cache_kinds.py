@@ -35,7 +35,7 @@ from kiln.cache.store import Storage, blob_digest
 from kiln.cache.types import ActionRecord, CompilerInfo
 from tests.conftest_redis import RedisServer
 from tests.server import REPO
-from tests.swift import SwiftServer, swift_missing
+from tests.swift import SwiftServer, running_swift
 
 BUCKET = "kiln-kinds"
 MLIR = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
@@ -170,16 +170,8 @@ def store_in_another_process(cfg: dict[str, Any], blobs: dict[str, bytes], tmp: 
 
 @pytest.fixture(scope="module")
 def swift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwiftServer]:
-    missing = swift_missing()
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not on PATH (scripts/bootstrap.sh installs Swift)")
-    server = SwiftServer(tmp_path_factory.mktemp("swift"))
-    server.start()
-    try:
-        server.create_bucket(BUCKET)
+    with running_swift(tmp_path_factory.mktemp("swift"), BUCKET) as server:
         yield server
-    finally:
-        server.close()
 
 
 TIERS = ["disk", "redis", "s3", "disk+redis", "disk+s3+redis"]

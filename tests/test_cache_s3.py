@@ -23,7 +23,7 @@ from kiln.service.metrics import Metrics
 from kiln.service.service import Service
 from tests.graphs import LINALG
 from tests.server import kiln_server
-from tests.swift import SwiftServer, swift_missing
+from tests.swift import SwiftServer, running_swift
 
 pytestmark = pytest.mark.redis
 
@@ -32,16 +32,8 @@ BUCKET = "kiln-tests"
 
 @pytest.fixture(scope="module")
 def swift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwiftServer]:
-    missing = swift_missing()
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not on PATH (scripts/bootstrap.sh installs Swift)")
-    server = SwiftServer(tmp_path_factory.mktemp("swift"))
-    server.start()
-    try:
-        server.create_bucket(BUCKET)
+    with running_swift(tmp_path_factory.mktemp("swift"), BUCKET) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
